@@ -1,0 +1,118 @@
+"""The vocabulary file of the original code: `word count` lines, specials first at ids 0-3."""
+
+import collections
+import os
+
+from absl import logging
+import tensorflow as tf
+
+from pointer_gen.errors import DataError
+
+UNK = "[UNK]"
+PAD = "[PAD]"
+START = "[START]"
+STOP = "[STOP]"
+SPECIALS = (UNK, PAD, START, STOP)
+UNK_ID, PAD_ID, START_ID, STOP_ID = range(4)
+# Sentence tags of the abstracts in the .bin format; they never get an id.
+SENTENCE_START = "<s>"
+SENTENCE_END = "</s>"
+FORBIDDEN = frozenset(SPECIALS + (SENTENCE_START, SENTENCE_END))
+
+
+class Vocab:
+  """Maps words to ids and back, exactly as the original's `data.Vocab`."""
+
+  def __init__(self, words):
+    self._id_to_word = list(SPECIALS) + list(words)
+    self._word_to_id = {w: i for i, w in enumerate(self._id_to_word)}
+
+  @classmethod
+  def from_file(cls, path, max_size):
+    """Reads `path`; keeps at most `max_size` entries including the 4 specials (0 = all)."""
+    if not path:
+      raise DataError("--vocab_path is required (the vocab file of the data set)")
+    if not os.path.isfile(path):
+      raise DataError(f"--vocab_path={path}: no such file")
+    words = []
+    seen = {}
+    with open(path, "rb") as f:
+      for line_no, raw in enumerate(f, start=1):
+        if max_size and len(words) + len(SPECIALS) >= max_size:
+          break
+        try:
+          line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+          raise DataError(f"{path}:{line_no}: vocab line is not valid UTF-8 ({e.reason})") from e
+        fields = line.split()
+        if len(fields) != 2:
+          logging.warning("%s:%d: skipping vocab line that is not 'word count': %r",
+                          path, line_no, line.rstrip("\n"))
+          continue
+        word = fields[0]
+        if word in FORBIDDEN:
+          raise DataError(f"{path}:{line_no}: vocab file must not contain {word!r}; "
+                          f"{', '.join(SPECIALS)} get ids 0-3 automatically")
+        if word in seen:
+          raise DataError(f"{path}:{line_no}: duplicate word {word!r} (first on line {seen[word]})")
+        seen[word] = line_no
+        words.append(word)
+    vocab = cls(words)
+    logging.info("Read %d words from %s (vocab size %d with specials)", len(words), path, len(vocab))
+    return vocab
+
+  def __len__(self):
+    return len(self._id_to_word)
+
+  @property
+  def words(self):
+    """All entries in id order, specials included."""
+    return list(self._id_to_word)
+
+  def word2id(self, word):
+    return self._word_to_id.get(word, UNK_ID)
+
+  def id2word(self, word_id):
+    return self._id_to_word[word_id]
+
+  def outputids2words(self, ids, article_oovs):
+    """Maps decoder output ids to words; ids >= len(self) index the article's OOV list."""
+    words = []
+    for i in ids:
+      if i < len(self):
+        words.append(self._id_to_word[i])
+        continue
+      k = i - len(self)
+      if k >= len(article_oovs):
+        raise ValueError(f"id {i} is extended OOV #{k} but the article has only "
+                         f"{len(article_oovs)} OOVs")
+      words.append(article_oovs[k])
+    return words
+
+  def lookup_table(self):
+    """A `tf.lookup` table word -> id, unknown words -> [UNK]."""
+    initializer = tf.lookup.KeyValueTensorInitializer(
+        tf.constant(self._id_to_word, tf.string),
+        tf.range(len(self._id_to_word), dtype=tf.int32))
+    return tf.lookup.StaticHashTable(initializer, default_value=UNK_ID)
+
+
+def count_words(token_lists):
+  """Counts tokens over an iterable of token lists, leaving out specials and sentence tags."""
+  counts = collections.Counter()
+  for tokens in token_lists:
+    counts.update(t for t in tokens if t not in FORBIDDEN)
+  return counts
+
+
+def write_vocab(path, counts, max_size=0):
+  """Writes `word count` lines, most frequent first, ties in word order (deterministic)."""
+  ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+  if max_size:
+    ordered = ordered[:max_size]
+  tmp = path + ".tmp"
+  with open(tmp, "w", encoding="utf-8") as f:
+    for word, count in ordered:
+      f.write(f"{word} {count}\n")
+  os.replace(tmp, path)
+  return len(ordered)
