@@ -1,0 +1,135 @@
+"""Flags of the original code (same names and defaults) and the hyper-parameters built from them."""
+
+import dataclasses
+import os
+
+from absl import flags
+
+from pointer_gen.errors import DataError
+from pointer_gen.text import TOKENIZERS
+
+MODES = ("train", "eval", "decode")
+
+
+def define_flags():
+  """Defines every flag on absl's global FLAGS; call once, from the entry point."""
+  f = flags
+  f.DEFINE_enum("mode", "train", list(MODES), "train, eval or decode.")
+  f.DEFINE_string("data_path", "", "Glob of data files (.bin chunks or .jsonl). Empty: the "
+                  "built-in demo corpus (its train split in train mode, val otherwise).")
+  f.DEFINE_string("vocab_path", "", "Vocab file ('word count' lines). Empty with no "
+                  "--data_path: the demo corpus's vocab.")
+  f.DEFINE_enum("data_format", "auto", ["auto", "bin", "jsonl"],
+                "Format of --data_path files; auto: from the file extension.")
+  f.DEFINE_enum("tokenizer", "whitespace", list(TOKENIZERS),
+                "whitespace: the data is pre-tokenised (CNN/DM, vietnews); punct: also split "
+                "punctuation off words (raw JSONL text).")
+  f.DEFINE_boolean("lowercase", False, "Lower-case text before tokenising (raw JSONL text).")
+  f.DEFINE_boolean("single_pass", False, "One ordered pass over the data (eval/decode of a "
+                   "fixed checkpoint) instead of shuffled batches forever.")
+  f.DEFINE_string("log_root", "", "Root directory for all runs. Empty: ./runs")
+  f.DEFINE_string("exp_name", "", "Run name; the run directory is log_root/exp_name. Empty: "
+                  "'demo' on the demo corpus.")
+  f.DEFINE_integer("hidden_dim", 256, "Dimension of the LSTM hidden states.")
+  f.DEFINE_integer("emb_dim", 128, "Dimension of the word embeddings.")
+  f.DEFINE_integer("batch_size", 16, "Minibatch size (per replica).")
+  f.DEFINE_integer("max_enc_steps", 400, "Max article tokens (longer articles are truncated).")
+  f.DEFINE_integer("max_dec_steps", 100, "Max summary tokens (decoder steps).")
+  f.DEFINE_integer("beam_size", 4, "Beam size for beam-search decoding.")
+  f.DEFINE_integer("min_dec_steps", 35, "Minimum generated length in beam search.")
+  f.DEFINE_integer("vocab_size", 50000, "Vocab entries read from the file, the 4 specials "
+                   "included; 0 reads the whole file.")
+  f.DEFINE_float("lr", 0.15, "Adagrad learning rate.")
+  f.DEFINE_float("adagrad_init_acc", 0.1, "Initial Adagrad accumulator value.")
+  f.DEFINE_float("rand_unif_init_mag", 0.02, "Magnitude of the LSTM weights' uniform init.")
+  f.DEFINE_float("trunc_norm_init_std", 1e-4, "Std of the truncated-normal init.")
+  f.DEFINE_float("max_grad_norm", 2.0, "Global-norm gradient clipping threshold.")
+  f.DEFINE_boolean("pointer_gen", True, "Pointer-generator (True) or attention baseline (False).")
+  f.DEFINE_boolean("coverage", False, "Use the coverage mechanism and its loss.")
+  f.DEFINE_float("cov_loss_wt", 1.0, "Weight of the coverage loss (lambda in the paper).")
+  f.DEFINE_boolean("convert_to_coverage_model", False, "Convert a non-coverage checkpoint into "
+                   "a coverage model (with --mode=train --coverage), save it, exit.")
+  f.DEFINE_boolean("restore_best_model", False, "Copy the eval best model into the train dir "
+                   "as its newest checkpoint (with --mode=train), exit.")
+  f.DEFINE_boolean("debug", False, "Run tf.functions eagerly and check numerics (slow).")
+  f.DEFINE_integer("num_train_steps", 0, "Stop training at this global step; 0 = until stopped.")
+  f.DEFINE_integer("checkpoint_secs", 60, "Seconds of wall time between checkpoints.")
+  f.DEFINE_integer("seed", None, "Random seed for initialisation and data order (default: "
+                   "random).")
+
+
+@dataclasses.dataclass(frozen=True)
+class HParams:
+  """Everything the library needs, so that no module below the entry point reads FLAGS."""
+  mode: str = "train"
+  data_path: str = ""
+  vocab_path: str = ""
+  data_format: str = "auto"
+  tokenizer: str = "whitespace"
+  lowercase: bool = False
+  single_pass: bool = False
+  log_root: str = ""
+  exp_name: str = ""
+  hidden_dim: int = 256
+  emb_dim: int = 128
+  batch_size: int = 16
+  max_enc_steps: int = 400
+  max_dec_steps: int = 100
+  beam_size: int = 4
+  min_dec_steps: int = 35
+  vocab_size: int = 50000
+  lr: float = 0.15
+  adagrad_init_acc: float = 0.1
+  rand_unif_init_mag: float = 0.02
+  trunc_norm_init_std: float = 1e-4
+  max_grad_norm: float = 2.0
+  pointer_gen: bool = True
+  coverage: bool = False
+  cov_loss_wt: float = 1.0
+  convert_to_coverage_model: bool = False
+  restore_best_model: bool = False
+  debug: bool = False
+  num_train_steps: int = 0
+  checkpoint_secs: int = 60
+  seed: int | None = None
+
+  @classmethod
+  def from_flags(cls, flag_values):
+    values = {f.name: flag_values[f.name].value for f in dataclasses.fields(cls)
+              if f.name in flag_values}
+    return cls(**values).validated()
+
+  def replace(self, **changes):
+    return dataclasses.replace(self, **changes)
+
+  def validated(self):
+    """Raises DataError naming the flag for values the model cannot run with."""
+    positive = ("hidden_dim", "emb_dim", "batch_size", "max_enc_steps", "max_dec_steps",
+                "beam_size", "checkpoint_secs")
+    for name in positive:
+      if getattr(self, name) <= 0:
+        raise DataError(f"--{name}={getattr(self, name)}: must be positive")
+    if self.vocab_size < 0 or 0 < self.vocab_size <= 4:
+      raise DataError(f"--vocab_size={self.vocab_size}: must be 0 (whole file) or more than the "
+                      "4 special tokens")
+    for name in ("lr", "adagrad_init_acc", "max_grad_norm"):
+      if getattr(self, name) <= 0:
+        raise DataError(f"--{name}={getattr(self, name)}: must be positive")
+    if self.min_dec_steps < 0 or self.min_dec_steps > self.max_dec_steps:
+      raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
+                      f"--max_dec_steps={self.max_dec_steps}")
+    if self.num_train_steps < 0:
+      raise DataError(f"--num_train_steps={self.num_train_steps}: must be >= 0")
+    return self
+
+  @property
+  def run_dir(self):
+    return os.path.join(self.log_root or "runs", self.exp_name or "demo")
+
+  @property
+  def train_dir(self):
+    return os.path.join(self.run_dir, "train")
+
+  @property
+  def eval_dir(self):
+    return os.path.join(self.run_dir, "eval")

@@ -1,0 +1,179 @@
+"""The input pipeline: records -> per-example id tensors -> padded, length-bucketed batches.
+
+Records are read and validated in Python (`records`, so bad input is reported with its file
+and record index); everything from tokenisation on is TensorFlow ops (`example_features`),
+shared with the serving graph so that both see exactly the same ids.
+"""
+
+import random
+
+from absl import logging
+import tensorflow as tf
+
+from pointer_gen import records
+from pointer_gen import text
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+# Number of batches whose examples are grouped by article length, as the original's
+# bucketing cache (bucketing_cache_size=100).
+BUCKETING_CACHE_BATCHES = 100
+_BUCKET_WIDTH = 25
+
+_ID_FEATURES = ("enc_input", "enc_input_ext", "dec_input", "target")
+
+
+def example_features(article, abstract, table, vocab_size, max_enc_steps, max_dec_steps,
+                     pointer_gen=True, tokenizer="whitespace", lowercase=False):
+  """Turns one article and its abstract (scalar strings) into the model's id tensors.
+
+  `vocab_size` is the number of entries actually in the vocab: article OOVs get the temporary
+  ids vocab_size + k, k in order of first occurrence (reference §1.3).
+  """
+  article_tokens = text.tokenize(article, tokenizer, lowercase)[:max_enc_steps]  # [L]
+  enc_input = table.lookup(article_tokens)  # [L]
+  is_oov = tf.equal(enc_input, vocab_lib.UNK_ID)  # [L]
+  oov_positions = tf.where(is_oov)  # [n_oov_tokens, 1]
+  article_oovs, oov_index = tf.unique(tf.boolean_mask(article_tokens, is_oov))  # [N], [n_oov_tokens]
+  if pointer_gen:
+    enc_input_ext = tf.tensor_scatter_nd_update(enc_input, oov_positions,
+                                                vocab_size + oov_index)  # [L]
+  else:
+    enc_input_ext = enc_input
+
+  abstract_tokens = text.tokenize(abstract, tokenizer, lowercase)  # [A]
+  abstract_ids = table.lookup(abstract_tokens)  # [A]
+  if pointer_gen:
+    abstract_ids = _copyable_oov_ids(abstract_tokens, abstract_ids, article_oovs, vocab_size)
+  start = tf.constant([vocab_lib.START_ID], tf.int32)
+  stop = tf.constant([vocab_lib.STOP_ID], tf.int32)
+  # The decoder input never sees temporary ids: it is fed in-vocab ids only.
+  dec_input = tf.concat([start, table.lookup(abstract_tokens)], 0)[:max_dec_steps]  # [T]
+  target = tf.concat([abstract_ids, stop], 0)[:max_dec_steps]  # [T]
+  return {
+      "article": article,
+      "abstract": abstract,
+      "enc_input": enc_input,
+      "enc_input_ext": enc_input_ext,
+      "enc_len": tf.size(enc_input, out_type=tf.int32),
+      "article_oovs": article_oovs,
+      "num_oovs": tf.size(article_oovs, out_type=tf.int32),
+      "dec_input": dec_input,
+      "target": target,
+      "dec_len": tf.size(dec_input, out_type=tf.int32),
+  }
+
+
+def _copyable_oov_ids(tokens, ids, article_oovs, vocab_size):
+  """Gives abstract OOVs that occur in the article their temporary id; others stay [UNK]."""
+  # The empty string never comes out of tokenisation, so as a sentinel it marks "not found"
+  # and keeps argmax defined when the article has no OOVs.
+  candidates = tf.concat([article_oovs, [""]], 0)  # [N+1]
+  matches = tf.equal(tokens[:, None], candidates[None, :])  # [A, N+1]
+  first_match = tf.argmax(tf.cast(matches, tf.int32), axis=1, output_type=tf.int32)  # [A]
+  copyable = (tf.equal(ids, vocab_lib.UNK_ID)
+              & (first_match < tf.size(article_oovs, out_type=tf.int32)))  # [A]
+  return tf.where(copyable, vocab_size + first_match, ids)
+
+
+def _padding():
+  shapes = {k: [None] for k in _ID_FEATURES + ("article_oovs",)}
+  shapes.update({k: [] for k in ("article", "abstract", "enc_len", "num_oovs", "dec_len")})
+  values = {k: tf.constant(vocab_lib.PAD_ID, tf.int32) for k in _ID_FEATURES}
+  values.update({k: tf.constant(0, tf.int32) for k in ("enc_len", "num_oovs", "dec_len")})
+  values.update({k: tf.constant(b"", tf.string) for k in ("article", "abstract", "article_oovs")})
+  return shapes, values
+
+
+def batch_spec():
+  """The TensorSpecs of one batch, for tf.function input signatures."""
+  spec = {k: tf.TensorSpec([None, None], tf.int32) for k in _ID_FEATURES}
+  spec["article_oovs"] = tf.TensorSpec([None, None], tf.string)
+  spec.update({k: tf.TensorSpec([None], tf.string) for k in ("article", "abstract")})
+  spec.update({k: tf.TensorSpec([None], tf.int32) for k in ("enc_len", "num_oovs", "dec_len")})
+  return spec
+
+
+class RecordSource:
+  """Yields (article, abstract) strings from the data files, in the order the mode needs.
+
+  Training: file order shuffled each epoch, forever. single_pass: files sorted, one pass.
+  Abstract sentences are joined with newlines, which tokenisation treats as spaces and the
+  decoder's reference writer splits on.
+  """
+
+  def __init__(self, data_path, data_format="auto", single_pass=False, seed=None,
+               num_shards=1, shard_index=0):
+    self.paths = records.expand_glob(data_path)
+    if num_shards > 1:
+      self.paths = self.paths[shard_index::num_shards]
+      if not self.paths:
+        raise DataError(f"--data_path={data_path}: fewer files than the {num_shards} input "
+                        "shards (one per worker)")
+    for path in self.paths:
+      if records.detect_format(path, data_format) == "bin":
+        records.check_bin_framing(path)
+    self.data_format = data_format
+    self.single_pass = single_pass
+    self.skips = records.SkipCounter()
+    self._rng = random.Random(seed)
+    self.error = None
+
+  def __call__(self):
+    # An exception raised in here would reach the user wrapped in a TF error with a traceback
+    # from inside tf.data; instead the data just ends and `raise_if_failed` re-raises it.
+    self.error = None
+    try:
+      yield from self._examples()
+    except DataError as e:
+      self.error = e
+
+  def raise_if_failed(self):
+    if self.error is not None:
+      raise self.error
+
+  def _examples(self):
+    epoch = 0
+    while True:
+      paths = list(self.paths)
+      if not self.single_pass:
+        self._rng.shuffle(paths)
+      yielded = 0
+      for record in records.read_records(paths, self.data_format, self.skips):
+        yielded += 1
+        yield record.article, "\n".join(record.abstract_sentences)
+      if self.skips.total:
+        logging.warning("Data: %s", self.skips.summary())
+      if self.single_pass:
+        logging.info("Finished one pass over %d files (%d examples).", len(paths), yielded)
+        return
+      if not yielded:
+        raise DataError(f"--data_path: no usable example in {', '.join(paths)}")
+      epoch += 1
+      logging.info("Finished data epoch %d; starting the next.", epoch)
+
+
+def make_dataset(source, table, vocab_size, hps, batch_size=None):
+  """Batches of `example_features`, bucketed by article length unless single_pass."""
+  batch_size = batch_size or hps.batch_size
+  ds = tf.data.Dataset.from_generator(
+      source, output_signature=(tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string)))
+
+  def featurize(article, abstract):
+    return example_features(article, abstract, table, vocab_size, hps.max_enc_steps,
+                            hps.max_dec_steps, hps.pointer_gen, hps.tokenizer, hps.lowercase)
+
+  ds = ds.map(featurize, num_parallel_calls=tf.data.AUTOTUNE,
+              deterministic=hps.single_pass or hps.seed is not None)
+  shapes, values = _padding()
+  if hps.single_pass:
+    ds = ds.padded_batch(batch_size, padded_shapes=shapes, padding_values=values)
+  else:
+    boundaries = list(range(_BUCKET_WIDTH, hps.max_enc_steps + 1, _BUCKET_WIDTH))
+    ds = ds.bucket_by_sequence_length(
+        element_length_func=lambda ex: ex["enc_len"],
+        bucket_boundaries=boundaries,
+        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+        padded_shapes=shapes, padding_values=values, drop_remainder=True)
+    ds = ds.shuffle(BUCKETING_CACHE_BATCHES, seed=hps.seed)
+  return ds.prefetch(tf.data.AUTOTUNE)

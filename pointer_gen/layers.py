@@ -1,0 +1,221 @@
+"""Keras 3 layers of the pointer-generator: encoder, state reduction, attention, decoder cell."""
+
+import keras
+import tensorflow as tf
+
+
+def _uniform(magnitude):
+  return keras.initializers.RandomUniform(-magnitude, magnitude)
+
+
+def _trunc_normal(std):
+  return keras.initializers.TruncatedNormal(stddev=std)
+
+
+@keras.saving.register_keras_serializable("pointer_gen")
+class Encoder(keras.layers.Layer):
+  """One bidirectional LSTM layer over the embedded article, respecting its true length."""
+
+  def __init__(self, hidden_dim, rand_unif_init_mag=0.02, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_dim = hidden_dim
+    self.rand_unif_init_mag = rand_unif_init_mag
+
+    def lstm(name, go_backwards):
+      # unit_forget_bias starts the forget bias at 1.0, which is what TF1's LSTMCell adds at
+      # run time; the gradients of a trained bias and of a bias plus a constant are the same.
+      return keras.layers.LSTM(
+          hidden_dim, return_sequences=True, return_state=True, go_backwards=go_backwards,
+          kernel_initializer=_uniform(rand_unif_init_mag),
+          recurrent_initializer=_uniform(rand_unif_init_mag),
+          unit_forget_bias=True, name=name)
+
+    self.bidirectional = keras.layers.Bidirectional(
+        lstm("fw", False), backward_layer=lstm("bw", True), name="bidirectional")
+
+  def build(self, input_shape):
+    self.bidirectional.build(input_shape)
+    super().build(input_shape)
+
+  def call(self, embedded, mask):
+    """embedded [B, L, E], mask [B, L] bool -> states [B, L, 2H], fw/bw final (h, c) each [B, H]."""
+    states, fw_h, fw_c, bw_h, bw_c = self.bidirectional(embedded, mask=mask)
+    return states, (fw_h, fw_c), (bw_h, bw_c)
+
+  def get_config(self):
+    return {**super().get_config(), "hidden_dim": self.hidden_dim,
+            "rand_unif_init_mag": self.rand_unif_init_mag}
+
+
+@keras.saving.register_keras_serializable("pointer_gen")
+class ReduceState(keras.layers.Layer):
+  """Maps the encoder's final forward and backward states to the decoder's initial state."""
+
+  def __init__(self, hidden_dim, trunc_norm_init_std=1e-4, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_dim = hidden_dim
+    self.trunc_norm_init_std = trunc_norm_init_std
+
+  def build(self, input_shape=None):
+    init = _trunc_normal(self.trunc_norm_init_std)
+    h2 = 2 * self.hidden_dim
+    self.w_reduce_c = self.add_weight(name="w_reduce_c", shape=(h2, self.hidden_dim),
+                                      initializer=init)
+    self.w_reduce_h = self.add_weight(name="w_reduce_h", shape=(h2, self.hidden_dim),
+                                      initializer=init)
+    # The original initialises these biases like the weights, not with zeros.
+    self.bias_reduce_c = self.add_weight(name="bias_reduce_c", shape=(self.hidden_dim,),
+                                         initializer=init)
+    self.bias_reduce_h = self.add_weight(name="bias_reduce_h", shape=(self.hidden_dim,),
+                                         initializer=init)
+    super().build(input_shape)
+
+  def call(self, fw_state, bw_state):
+    """fw/bw (h, c) each [B, H] -> decoder initial (c, h) each [B, H]."""
+    (fw_h, fw_c), (bw_h, bw_c) = fw_state, bw_state
+    old_c = tf.concat([fw_c, bw_c], axis=1)  # [B, 2H]
+    old_h = tf.concat([fw_h, bw_h], axis=1)  # [B, 2H]
+    new_c = tf.nn.relu(tf.matmul(old_c, self.w_reduce_c) + self.bias_reduce_c)  # [B, H]
+    new_h = tf.nn.relu(tf.matmul(old_h, self.w_reduce_h) + self.bias_reduce_h)  # [B, H]
+    return new_c, new_h
+
+  def get_config(self):
+    return {**super().get_config(), "hidden_dim": self.hidden_dim,
+            "trunc_norm_init_std": self.trunc_norm_init_std}
+
+
+@keras.saving.register_keras_serializable("pointer_gen")
+class BahdanauCoverageAttention(keras.layers.Layer):
+  """e_i = v . tanh(W_h h_i + W_s [c; h] + b + w_c cov_i); masked softmax; context = sum a_i h_i."""
+
+  def __init__(self, units, use_coverage=False, **kwargs):
+    super().__init__(**kwargs)
+    self.units = units
+    self.use_coverage = use_coverage
+    self.memory_layer = keras.layers.Dense(units, use_bias=False, name="W_h")
+    self.query_layer = keras.layers.Dense(units, use_bias=True, name="W_s")
+
+  def build(self, input_shape=None):
+    self.memory_layer.build((None, None, self.units))
+    self.query_layer.build((None, self.units))
+    self.v = self.add_weight(name="v", shape=(self.units,), initializer="glorot_uniform")
+    if self.use_coverage:
+      # Shaped [1, units] so Glorot sees fan_in 1, as for the original's 1x1 convolution filter.
+      self.w_c = self.add_weight(name="w_c", shape=(1, self.units), initializer="glorot_uniform")
+    super().build(input_shape)
+
+  def memory_features(self, encoder_states):
+    """W_h h_i for every encoder position, computed once per article: [B, L, units]."""
+    return self.memory_layer(encoder_states)
+
+  def call(self, query, memory_features, encoder_states, encoder_mask, coverage=None):
+    """query [B, 2H] = [c; h]; features/states [B, L, 2H]; mask, coverage [B, L].
+
+    Returns context [B, 2H] and the attention distribution [B, L].
+    """
+    query_features = self.query_layer(query)[:, None, :]  # [B, 1, units]
+    features = memory_features + query_features  # [B, L, units]
+    if self.use_coverage and coverage is not None:
+      features += coverage[:, :, None] * self.w_c  # [B, L, units]
+    scores = tf.reduce_sum(self.v * tf.tanh(features), axis=2)  # [B, L]
+    # As the original: softmax over every position, zero the padding, renormalise.
+    attn = tf.nn.softmax(scores) * encoder_mask  # [B, L]
+    attn /= tf.reduce_sum(attn, axis=1, keepdims=True)  # [B, L]
+    context = tf.einsum("bl,bld->bd", attn, encoder_states)  # [B, 2H]
+    return context, attn
+
+  def get_config(self):
+    return {**super().get_config(), "units": self.units, "use_coverage": self.use_coverage}
+
+
+@keras.saving.register_keras_serializable("pointer_gen")
+class PointerGeneratorCell(keras.layers.Layer):
+  """One decoder step: input feeding, LSTM, attention (with coverage), p_gen; plus the output
+  projection to the vocabulary, applied to many steps at once after the decoder loop."""
+
+  def __init__(self, vocab_size, emb_dim, hidden_dim, pointer_gen=True, coverage=False,
+               rand_unif_init_mag=0.02, trunc_norm_init_std=1e-4, **kwargs):
+    super().__init__(**kwargs)
+    self.vocab_size = vocab_size
+    self.emb_dim = emb_dim
+    self.hidden_dim = hidden_dim
+    self.pointer_gen = pointer_gen
+    self.coverage = coverage
+    self.rand_unif_init_mag = rand_unif_init_mag
+    self.trunc_norm_init_std = trunc_norm_init_std
+    self.attention = BahdanauCoverageAttention(2 * hidden_dim, coverage, name="attention")
+    self.input_projection = keras.layers.Dense(emb_dim, name="input_projection")
+    self.lstm_cell = keras.layers.LSTMCell(
+        hidden_dim, kernel_initializer=_uniform(rand_unif_init_mag),
+        recurrent_initializer=_uniform(rand_unif_init_mag), unit_forget_bias=True,
+        name="lstm_cell")
+    self.p_gen_layer = keras.layers.Dense(1, name="p_gen") if pointer_gen else None
+    self.output_hidden = keras.layers.Dense(hidden_dim, name="output_hidden")
+    self.vocab_projection = keras.layers.Dense(
+        vocab_size, kernel_initializer=_trunc_normal(trunc_norm_init_std),
+        bias_initializer=_trunc_normal(trunc_norm_init_std), name="vocab_projection")
+
+  def build(self, input_shape=None):
+    h, e = self.hidden_dim, self.emb_dim
+    self.attention.build()
+    self.input_projection.build((None, e + 2 * h))
+    self.lstm_cell.build((None, e))
+    if self.p_gen_layer is not None:
+      self.p_gen_layer.build((None, 4 * h + e))
+    self.output_hidden.build((None, None, 3 * h))
+    self.vocab_projection.build((None, None, h))
+    super().build(input_shape)
+
+  def call(self, embedded_input, state, memory_features, encoder_states, encoder_mask):
+    """One step of teacher forcing or beam search.
+
+    embedded_input [B, E]: embedding of the previous word.
+    state: (c, h) [B, H] each, previous context [B, 2H], coverage [B, L] (zeros if unused).
+    Returns (h [B, H], context [B, 2H], attn [B, L], p_gen [B] or None) and the new state.
+    """
+    c, h, context, coverage = state
+    x = self.input_projection(tf.concat([embedded_input, context], axis=1))  # [B, E]
+    h, (h, c) = self.lstm_cell(x, [h, c])  # [B, H]
+    context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
+                                   encoder_mask, coverage)  # [B, 2H], [B, L]
+    p_gen = None
+    if self.p_gen_layer is not None:
+      p_gen = tf.sigmoid(self.p_gen_layer(tf.concat([context, c, h, x], axis=1)))[:, 0]  # [B]
+    return (h, context, attn, p_gen), (c, h, context, coverage + attn)
+
+  def initial_attention(self, state, memory_features, encoder_states, encoder_mask):
+    """The original decode's attention from the initial state before step 0: returns the state
+    with that context and, with coverage, that attention already added to the coverage."""
+    c, h, _, coverage = state
+    context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
+                                   encoder_mask, coverage)  # [B, 2H], [B, L]
+    if self.coverage:
+      coverage = coverage + attn
+    return c, h, context, coverage
+
+  def vocab_logits(self, outputs, contexts):
+    """outputs [..., H], contexts [..., 2H] -> logits over the fixed vocabulary [..., V]."""
+    hidden = self.output_hidden(tf.concat([outputs, contexts], axis=-1))  # [..., H]
+    return self.vocab_projection(hidden)  # [..., V]
+
+  def get_config(self):
+    return {**super().get_config(), "vocab_size": self.vocab_size, "emb_dim": self.emb_dim,
+            "hidden_dim": self.hidden_dim, "pointer_gen": self.pointer_gen,
+            "coverage": self.coverage, "rand_unif_init_mag": self.rand_unif_init_mag,
+            "trunc_norm_init_std": self.trunc_norm_init_std}
+
+
+def final_distribution(vocab_probs, attn, p_gen, enc_input_ext, max_oovs):
+  """p_gen * P_vocab (extended with zeros) + (1 - p_gen) * attention scattered onto the
+  extended ids; repeated article words sum.
+
+  vocab_probs [B, V], attn [B, L], p_gen [B], enc_input_ext [B, L] int32 -> [B, V + max_oovs].
+  """
+  batch = tf.shape(vocab_probs)[0]
+  length = tf.shape(attn)[1]
+  generated = p_gen[:, None] * vocab_probs  # [B, V]
+  generated = tf.pad(generated, [[0, 0], [0, max_oovs]])  # [B, V + N]
+  batch_index = tf.tile(tf.range(batch)[:, None], [1, length])  # [B, L]
+  indices = tf.stack([batch_index, enc_input_ext], axis=2)  # [B, L, 2]
+  copied = (1.0 - p_gen)[:, None] * attn  # [B, L]
+  return tf.tensor_scatter_nd_add(generated, indices, copied)  # [B, V + N]

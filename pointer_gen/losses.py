@@ -1,0 +1,103 @@
+"""Losses of reference §3: masked NLL (pointer or baseline form) and the coverage loss."""
+
+import tensorflow as tf
+
+from pointer_gen import layers
+
+# Guards log(0): a gold word that is neither generable nor in the article, with p_gen
+# saturated at 1, has probability 0 (the original then produced inf / NaN losses).
+PROB_FLOOR = 1e-10
+
+
+def gold_probs(outputs, target, enc_input_ext, vocab_size):
+  """P(target_t) without materialising the [B, T, V + N] distribution: the vocabulary part
+  p_gen * P_vocab[w] (w < V) plus the copy part (1 - p_gen) * sum of attention on w.
+
+  Returns [B, T].
+  """
+  probs = tf.nn.softmax(outputs["vocab_logits"])  # [B, T, V]
+  in_vocab = target < vocab_size  # [B, T]
+  vocab_ids = tf.where(in_vocab, target, tf.zeros_like(target))  # [B, T]
+  generated = tf.gather(probs, vocab_ids, batch_dims=2)  # [B, T]
+  generated *= tf.cast(in_vocab, probs.dtype)
+  if "p_gen" not in outputs:
+    return generated
+  p_gen = outputs["p_gen"]  # [B, T]
+  on_target = tf.equal(enc_input_ext[:, None, :], target[:, :, None])  # [B, T, L]
+  copied = tf.reduce_sum(outputs["attn"] * tf.cast(on_target, probs.dtype), axis=2)  # [B, T]
+  return p_gen * generated + (1.0 - p_gen) * copied
+
+
+def gold_probs_scattered(outputs, target, enc_input_ext, max_oovs):
+  """The same probabilities read from the full final distribution that
+  `layers.final_distribution` builds with `tensor_scatter_nd_add` (the straightforward form).
+
+  Returns [B, T].
+  """
+  probs = tf.nn.softmax(outputs["vocab_logits"])  # [B, T, V]
+  batch, steps = tf.shape(target)[0], tf.shape(target)[1]
+  flat_target = tf.reshape(target, [-1])  # [B*T]
+  flat_probs = tf.reshape(probs, [batch * steps, -1])  # [B*T, V]
+  if "p_gen" not in outputs:
+    return tf.reshape(tf.gather(flat_probs, flat_target, batch_dims=1), [batch, steps])
+  length = tf.shape(enc_input_ext)[1]
+  dist = layers.final_distribution(
+      flat_probs, tf.reshape(outputs["attn"], [batch * steps, length]),
+      tf.reshape(outputs["p_gen"], [-1]),
+      tf.repeat(enc_input_ext, steps, axis=0), max_oovs)  # [B*T, V + N]
+  return tf.reshape(tf.gather(dist, flat_target, batch_dims=1), [batch, steps])
+
+
+def coverage_loss_per_step(attn):
+  """sum_i min(a_i^t, cov_i^t) with cov^t the sum of earlier attention: attn [B, T, L] -> [B, T]."""
+  coverage = tf.cumsum(attn, axis=1, exclusive=True)  # [B, T, L]
+  return tf.reduce_sum(tf.minimum(attn, coverage), axis=2)
+
+
+def mask_and_average(values, dec_len):
+  """Per example: sum of the real steps / their number; then the mean over the batch.
+
+  Returns the per-example values [B] (callers needing a global-batch mean divide the sum).
+  """
+  mask = tf.sequence_mask(dec_len, tf.shape(values)[1], values.dtype)  # [B, T]
+  lengths = tf.maximum(tf.cast(dec_len, values.dtype), 1.0)  # [B]
+  return tf.reduce_sum(values * mask, axis=1) / lengths  # [B]
+
+
+def compute_losses(outputs, batch, vocab_size, coverage):
+  """Per-example NLL, coverage loss and total, each [B], plus the token-weighted baseline NLL.
+
+  In pointer mode the batch loss is the mean of the per-example losses; the baseline (as the
+  original's sequence_loss) weights every real target token equally: `nll_tokens` / `tokens`.
+  """
+  probs = gold_probs(outputs, batch["target"], batch["enc_input_ext"], vocab_size)  # [B, T]
+  step_nll = -tf.math.log(tf.maximum(probs, PROB_FLOOR))  # [B, T]
+  mask = tf.sequence_mask(batch["dec_len"], tf.shape(step_nll)[1], step_nll.dtype)  # [B, T]
+  result = {
+      "nll": mask_and_average(step_nll, batch["dec_len"]),  # [B]
+      "nll_tokens": tf.reduce_sum(step_nll * mask, axis=1),  # [B]
+      "tokens": tf.reduce_sum(mask, axis=1),  # [B]
+  }
+  if coverage:
+    result["coverage_loss"] = mask_and_average(coverage_loss_per_step(outputs["attn"]),
+                                               batch["dec_len"])  # [B]
+  return result
+
+
+def batch_losses(per_example, pointer_gen, coverage, cov_loss_wt, global_batch_size=None):
+  """Scalar losses of a batch. `global_batch_size` (distributed training) divides the sums of
+  this replica's examples so that the replicas' losses add up to the global-batch mean."""
+  if global_batch_size is None:
+    examples = tf.cast(tf.shape(per_example["nll"])[0], per_example["nll"].dtype)
+  else:
+    examples = tf.cast(global_batch_size, per_example["nll"].dtype)
+  if pointer_gen:
+    nll = tf.reduce_sum(per_example["nll"]) / examples
+  else:
+    nll = tf.reduce_sum(per_example["nll_tokens"]) / tf.maximum(
+        tf.reduce_sum(per_example["tokens"]), 1.0)
+  result = {"loss": nll, "total_loss": nll}
+  if coverage:
+    result["coverage_loss"] = tf.reduce_sum(per_example["coverage_loss"]) / examples
+    result["total_loss"] = nll + cov_loss_wt * result["coverage_loss"]
+  return result

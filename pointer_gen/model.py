@@ -1,0 +1,100 @@
+"""The pointer-generator model: embedding, encoder, reduce-states and the decoder loop."""
+
+import keras
+import tensorflow as tf
+
+from pointer_gen import layers
+
+
+@keras.saving.register_keras_serializable("pointer_gen")
+class PointerGenerator(keras.Model):
+  """Teacher-forced forward pass for training and eval; the pieces beam search needs."""
+
+  def __init__(self, vocab_size, emb_dim=128, hidden_dim=256, pointer_gen=True, coverage=False,
+               rand_unif_init_mag=0.02, trunc_norm_init_std=1e-4, **kwargs):
+    super().__init__(**kwargs)
+    self.vocab_size = vocab_size
+    self.emb_dim = emb_dim
+    self.hidden_dim = hidden_dim
+    self.pointer_gen = pointer_gen
+    self.coverage = coverage
+    self.rand_unif_init_mag = rand_unif_init_mag
+    self.trunc_norm_init_std = trunc_norm_init_std
+    self.embedding = keras.layers.Embedding(
+        vocab_size, emb_dim,
+        embeddings_initializer=keras.initializers.TruncatedNormal(stddev=trunc_norm_init_std),
+        name="embedding")
+    self.encoder = layers.Encoder(hidden_dim, rand_unif_init_mag, name="encoder")
+    self.reduce_state = layers.ReduceState(hidden_dim, trunc_norm_init_std, name="reduce_state")
+    self.cell = layers.PointerGeneratorCell(
+        vocab_size, emb_dim, hidden_dim, pointer_gen, coverage, rand_unif_init_mag,
+        trunc_norm_init_std, name="decoder")
+
+  @classmethod
+  def from_hparams(cls, hps, vocab_size):
+    model = cls(vocab_size, hps.emb_dim, hps.hidden_dim, hps.pointer_gen, hps.coverage,
+                hps.rand_unif_init_mag, hps.trunc_norm_init_std)
+    model.build_all()
+    return model
+
+  def build_all(self):
+    """Creates every variable up front, so checkpoints restore and optimisers see them all."""
+    self.embedding.build((None, None))
+    self.encoder.build((None, None, self.emb_dim))
+    self.reduce_state.build()
+    self.cell.build()
+    self.built = True
+
+  def encode(self, enc_input, enc_len):
+    """enc_input [B, L] ids -> encoder states, their W_h features, mask, initial decoder state."""
+    length = tf.shape(enc_input)[1]
+    mask = tf.sequence_mask(enc_len, length)  # [B, L] bool
+    embedded = self.embedding(enc_input)  # [B, L, E]
+    states, fw_state, bw_state = self.encoder(embedded, mask)  # [B, L, 2H]
+    features = self.cell.attention.memory_features(states)  # [B, L, 2H]
+    c, h = self.reduce_state(fw_state, bw_state)  # [B, H] each
+    batch = tf.shape(enc_input)[0]
+    context = tf.zeros([batch, 2 * self.hidden_dim], states.dtype)  # [B, 2H]
+    coverage = tf.zeros([batch, length], states.dtype)  # [B, L]
+    mask = tf.cast(mask, states.dtype)  # [B, L]
+    return states, features, mask, (c, h, context, coverage)
+
+  def call(self, batch):
+    """Teacher forcing over `dec_input`; the vocabulary projection runs once, after the loop.
+
+    Returns vocab_logits [B, T, V], attn [B, T, L], p_gen [B, T] (pointer mode).
+    """
+    states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"])
+    embedded = self.embedding(batch["dec_input"])  # [B, T, E]
+    steps = tf.shape(embedded)[1]
+    embedded_by_step = tf.transpose(embedded, [1, 0, 2])  # [T, B, E]
+
+    def body(t, state, outputs_ta, contexts_ta, attn_ta, p_gen_ta):
+      (output, context, attn, p_gen), state = self.cell(
+          embedded_by_step[t], state, features, states, mask)
+      outputs_ta = outputs_ta.write(t, output)
+      contexts_ta = contexts_ta.write(t, context)
+      attn_ta = attn_ta.write(t, attn)
+      if p_gen is not None:
+        p_gen_ta = p_gen_ta.write(t, p_gen)
+      return t + 1, state, outputs_ta, contexts_ta, attn_ta, p_gen_ta
+
+    dtype = states.dtype
+    arrays = [tf.TensorArray(dtype, size=steps) for _ in range(4)]
+    _, _, outputs_ta, contexts_ta, attn_ta, p_gen_ta = tf.while_loop(
+        lambda t, *_: t < steps, body, [tf.constant(0), state] + arrays)
+    outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])  # [B, T, H]
+    contexts = tf.transpose(contexts_ta.stack(), [1, 0, 2])  # [B, T, 2H]
+    result = {
+        "vocab_logits": self.cell.vocab_logits(outputs, contexts),  # [B, T, V]
+        "attn": tf.transpose(attn_ta.stack(), [1, 0, 2]),  # [B, T, L]
+    }
+    if self.pointer_gen:
+      result["p_gen"] = tf.transpose(p_gen_ta.stack())  # [B, T]
+    return result
+
+  def get_config(self):
+    return {**super().get_config(), "vocab_size": self.vocab_size, "emb_dim": self.emb_dim,
+            "hidden_dim": self.hidden_dim, "pointer_gen": self.pointer_gen,
+            "coverage": self.coverage, "rand_unif_init_mag": self.rand_unif_init_mag,
+            "trunc_norm_init_std": self.trunc_norm_init_std}
