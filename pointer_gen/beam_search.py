@@ -1,0 +1,203 @@
+"""Beam search of the original (reference §5), compiled: many articles x beam hypotheses per
+step inside one tf.while_loop.
+
+Per article it reproduces the original exactly: each live hypothesis proposes its top
+2*beam_size extensions of the final distribution (only the first hypothesis at step 0, where
+all are identical); candidates are visited in order of average log-probability (ties in
+proposal order, as Python's stable sort); a [STOP] candidate becomes a result if at least
+min_dec_steps steps have passed, else it is dropped; other candidates become the new live
+hypotheses; the visit stops once beam_size live hypotheses or beam_size results exist. Search
+ends at max_dec_steps or when beam_size results exist; the winner is the result (or, with none,
+the live hypothesis) of best average log-probability.
+"""
+
+import tensorflow as tf
+
+from pointer_gen import layers
+from pointer_gen import vocab as vocab_lib
+
+def _gather_beams(tensor, indices):
+  """tensor [N, K, ...], indices [N, K'] into K -> [N, K', ...]."""
+  return tf.gather(tensor, indices, batch_dims=1)
+
+
+def _split(tensor, articles, beam):
+  """[N*K, ...] -> [N, K, ...]."""
+  return tf.reshape(tensor, tf.concat([[articles, beam], tf.shape(tensor)[1:]], 0))
+
+
+def _merge(tensor):
+  """[N, K, ...] -> [N*K, ...]."""
+  shape = tf.shape(tensor)
+  return tf.reshape(tensor, tf.concat([[shape[0] * shape[1]], shape[2:]], 0))
+
+
+def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, max_dec_steps,
+                min_dec_steps, keep_attention=False):
+  """Decodes a batch of N articles.
+
+  enc_input, enc_input_ext [N, L] int32; enc_len [N]; max_oovs: scalar, the widest OOV list.
+  Returns tokens [N, max_dec_steps] (extended ids, [STOP] included if generated, [PAD] after),
+  length [N] (tokens generated, [STOP] included), score [N] (average log-probability with the
+  [START] token counted, as the original), log_prob [N] (sum), p_gens [N, max_dec_steps] and,
+  if keep_attention, attn [N, max_dec_steps, L].
+  """
+  k = beam_size
+  vocab_size = model.vocab_size
+  articles = tf.shape(enc_input)[0]
+  length = tf.shape(enc_input)[1]
+  states, features, mask, state = model.encode(enc_input, enc_len)
+  state = model.cell.initial_attention(state, features, states, mask)
+  dtype = states.dtype
+
+  def tile(t):  # [N, ...] -> [N*K, ...], every article's beam next to each other
+    return tf.repeat(t, k, axis=0)
+
+  states, features, mask, ext_ids = tile(states), tile(features), tile(mask), tile(enc_input_ext)
+  state = tuple(tile(s) for s in state)
+  steps_shape = [articles, k, max_dec_steps]
+
+  loop_vars = {
+      "step": tf.constant(0),
+      "state": state,
+      "live_tokens": tf.fill(steps_shape, vocab_lib.PAD_ID),
+      "live_sum": tf.zeros([articles, k], dtype),
+      "live_p_gens": tf.zeros(steps_shape, dtype),
+      "done_tokens": tf.fill(steps_shape, vocab_lib.PAD_ID),
+      "done_sum": tf.zeros([articles, k], dtype),
+      "done_score": tf.fill([articles, k], tf.constant(float("-inf"), dtype)),
+      "done_len": tf.zeros([articles, k], tf.int32),
+      "done_p_gens": tf.zeros(steps_shape, dtype),
+      "num_done": tf.zeros([articles], tf.int32),
+  }
+  if keep_attention:
+    loop_vars["live_attn"] = tf.zeros([articles, k, max_dec_steps, length], dtype)
+    loop_vars["done_attn"] = tf.zeros([articles, k, max_dec_steps, length], dtype)
+
+  def cond(v):
+    return (v["step"] < max_dec_steps) & tf.reduce_any(v["num_done"] < k)
+
+  def body(v):
+    step = v["step"]
+    previous = tf.where(step > 0, v["live_tokens"][:, :, tf.maximum(step - 1, 0)],
+                        vocab_lib.START_ID)  # [N, K]
+    # Temporary article-OOV ids are fed back as [UNK]: the embedding only knows the vocab.
+    previous = tf.where(previous >= vocab_size, vocab_lib.UNK_ID, previous)
+    (output, context, attn, p_gen), new_state = model.cell(
+        model.embedding(_merge(previous)), v["state"], features, states, mask)
+    vocab_probs = tf.nn.softmax(model.cell.vocab_logits(output, context))  # [N*K, V]
+    if p_gen is None:
+      p_gen = tf.ones([tf.shape(output)[0]], dtype)  # [N*K]
+      dist = vocab_probs  # [N*K, V]
+    else:
+      dist = layers.final_distribution(vocab_probs, attn, p_gen, ext_ids, max_oovs)  # [N*K, V+N]
+    top_probs, top_ids = tf.math.top_k(dist, 2 * k)  # [N*K, 2K]
+    top_logp = _split(tf.math.log(top_probs), articles, k)  # [N, K, 2K]
+    top_ids = _split(top_ids, articles, k)  # [N, K, 2K]
+
+    cand_sum = v["live_sum"][:, :, None] + top_logp  # [N, K, 2K]
+    # At step 0 every hypothesis is the same [START]: only the first one proposes.
+    proposes = tf.logical_or(step > 0, tf.range(k) == 0)  # [K]
+    proposes = tf.broadcast_to(proposes[None, :, None], tf.shape(cand_sum))  # [N, K, 2K]
+    cand_score = tf.where(proposes, cand_sum / tf.cast(step + 2, dtype),
+                          float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
+    candidates = 2 * k * k
+    _, order = tf.math.top_k(tf.reshape(cand_score, [articles, candidates]),
+                             candidates)  # [N, C]; ties: lower index first, as a stable sort
+
+    def in_order(t):  # [N, K, 2K] -> [N, C] in visiting order
+      return tf.gather(tf.reshape(t, [articles, candidates]), order, batch_dims=1)
+
+    order_ids, order_sum, order_score = in_order(top_ids), in_order(cand_sum), in_order(cand_score)
+    order_parent = order // (2 * k)  # [N, C]
+    valid = in_order(proposes)
+    is_stop = tf.equal(order_ids, vocab_lib.STOP_ID)
+    is_live = tf.logical_not(is_stop) & valid
+    accept_stop = is_stop & valid & (step >= min_dec_steps)
+    live_count = tf.cumsum(tf.cast(is_live, tf.int32), axis=1)  # [N, C]
+    done_count = v["num_done"][:, None] + tf.cumsum(tf.cast(accept_stop, tf.int32), axis=1)
+    # The visit stops right after the candidate that fills the beam or the results.
+    full = (live_count >= k) | (done_count >= k)  # [N, C]
+    visited = tf.cumsum(tf.cast(full, tf.int32), axis=1, exclusive=True) == 0
+    visited &= (v["num_done"] < k)[:, None]
+    new_live = is_live & visited
+    new_done = accept_stop & visited
+
+    step_mask = tf.one_hot(step, max_dec_steps, dtype=dtype)  # [T]
+    step_ids = tf.cast(step_mask, tf.int32)  # [T]
+    p_gen = _split(p_gen, articles, k)  # [N, K]
+    attn = _split(attn, articles, k)  # [N, K, L]
+
+    def extend(parents, tokens):
+      """History of the hypotheses `parents` [N, M] extended by this step's `tokens` [N, M]."""
+      out = {
+          "tokens": (_gather_beams(v["live_tokens"], parents) * (1 - step_ids)
+                     + tokens[:, :, None] * step_ids),  # [N, M, T]
+          "p_gens": (_gather_beams(v["live_p_gens"], parents) * (1.0 - step_mask)
+                     + _gather_beams(p_gen, parents)[:, :, None] * step_mask),  # [N, M, T]
+      }
+      if keep_attention:
+        out["attn"] = (_gather_beams(v["live_attn"], parents) * (1.0 - step_mask)[:, None]
+                       + _gather_beams(attn, parents)[:, :, None, :]
+                       * step_mask[:, None])  # [N, M, T, L]
+      return out
+
+    # Live hypotheses: the first K visited non-[STOP] candidates, in visiting order.
+    live_rank = tf.where(new_live, live_count - 1, candidates)  # [N, C]
+    live_pick = tf.math.top_k(-live_rank, k).indices  # [N, K] positions in visiting order
+    parent = _gather_beams(order_parent, live_pick)  # [N, K]
+    live = extend(parent, _gather_beams(order_ids, live_pick))
+    out = dict(v)
+    flat_parent = _merge(parent + tf.range(articles)[:, None] * k)  # [N*K] rows of N*K
+    out["state"] = tuple(tf.gather(s, flat_parent) for s in new_state)
+    out["live_sum"] = _gather_beams(order_sum, live_pick)
+    for name, value in live.items():
+      out["live_" + name] = value
+
+    # Results: accepted [STOP] candidates fill the next free result slots in visiting order.
+    slot_of = tf.where(new_done, done_count - 1, -1)  # [N, C]
+    slot_match = tf.equal(slot_of[:, None, :], tf.range(k)[None, :, None])  # [N, K, C]
+    filled = tf.reduce_any(slot_match, axis=2)  # [N, K]
+    source = tf.argmax(tf.cast(slot_match, tf.int32), axis=2, output_type=tf.int32)  # [N, K]
+    done = extend(_gather_beams(order_parent, source),
+                  tf.fill([articles, k], vocab_lib.STOP_ID))
+    done["sum"] = _gather_beams(order_sum, source)
+    done["score"] = _gather_beams(order_score, source)
+    done["len"] = tf.fill([articles, k], step + 1)
+    for name, value in done.items():
+      old = v["done_" + name]
+      shape = tf.concat([tf.shape(filled), tf.ones(tf.rank(old) - 2, tf.int32)], 0)
+      out["done_" + name] = tf.where(tf.reshape(filled, shape), value, old)
+    out["num_done"] = v["num_done"] + tf.reduce_sum(tf.cast(new_done, tf.int32), axis=1)
+    out["step"] = step + 1
+    return (out,)
+
+  (final,) = tf.while_loop(cond, body, (loop_vars,), maximum_iterations=max_dec_steps)
+  return _winners(final, k, keep_attention)
+
+
+def _winners(v, k, keep_attention):
+  """Best result per article by average log-probability; the live beam if none finished."""
+  has_done = v["num_done"] > 0  # [N]
+  steps = v["step"]
+  live_score = v["live_sum"] / tf.cast(steps + 1, v["live_sum"].dtype)  # [N, K]
+  score = tf.where(has_done[:, None], v["done_score"], live_score)  # [N, K]
+  # Live hypotheses are already in visiting (best-first) order; results are not.
+  best = tf.argmax(score, axis=1, output_type=tf.int32)  # [N]; ties: the first
+
+  def pick(done, live):
+    chosen_done = tf.gather(done, best, batch_dims=1)
+    chosen_live = tf.gather(live, best, batch_dims=1)
+    shape = tf.concat([tf.shape(has_done), tf.ones(tf.rank(chosen_done) - 1, tf.int32)], 0)
+    return tf.where(tf.reshape(has_done, shape), chosen_done, chosen_live)
+
+  result = {
+      "tokens": pick(v["done_tokens"], v["live_tokens"]),
+      "length": pick(v["done_len"], tf.fill(tf.shape(v["done_len"]), steps)),
+      "score": tf.gather(score, best, batch_dims=1),
+      "log_prob": pick(v["done_sum"], v["live_sum"]),
+      "p_gens": pick(v["done_p_gens"], v["live_p_gens"]),
+  }
+  if keep_attention:
+    result["attn"] = pick(v["done_attn"], v["live_attn"])
+  return result

@@ -1,0 +1,103 @@
+"""The compiled, batched beam search against a plain one-article-at-a-time Python beam search
+written here from the original's algorithm (reference §5)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_gen import beam_search
+from pointer_gen import layers
+from pointer_gen import model as model_lib
+from pointer_gen import vocab as vocab_lib
+
+VOCAB = 23
+
+
+def _random_model(pointer_gen, coverage, seed):
+  tf.keras.utils.set_random_seed(seed)
+  model = model_lib.PointerGenerator(VOCAB, emb_dim=6, hidden_dim=5, pointer_gen=pointer_gen,
+                                     coverage=coverage)
+  model.build_all()
+  rng = np.random.default_rng(seed)
+  for var in model.weights:
+    var.assign(rng.normal(0.0, 0.6, var.shape).astype(np.float32))
+  return model
+
+
+class _Hyp:
+  def __init__(self, tokens, log_probs, state):
+    self.tokens, self.log_probs, self.state = tokens, log_probs, state
+
+  @property
+  def avg_log_prob(self):
+    return sum(self.log_probs) / len(self.tokens)
+
+
+def _reference_beam_search(model, enc_input, enc_len, enc_ext, num_oovs, beam, max_steps,
+                           min_steps):
+  """One article, a Python loop over steps and hypotheses, as the original's beam_search.py."""
+  states, features, mask, state = model.encode(enc_input[None], enc_len[None])
+  state = model.cell.initial_attention(state, features, states, mask)
+  hyps = [_Hyp([vocab_lib.START_ID], [0.0], state) for _ in range(beam)]
+  results = []
+  steps = 0
+  while steps < max_steps and len(results) < beam:
+    all_hyps = []
+    for h in hyps[:1 if steps == 0 else len(hyps)]:
+      latest = h.tokens[-1] if h.tokens[-1] < VOCAB else vocab_lib.UNK_ID
+      (out, ctx, attn, p_gen), new_state = model.cell(
+          model.embedding(tf.constant([latest])), h.state, features, states, mask)
+      probs = tf.nn.softmax(model.cell.vocab_logits(out, ctx))
+      if p_gen is not None:
+        probs = layers.final_distribution(probs, attn, p_gen, enc_ext[None], num_oovs)
+      top_p, top_i = tf.math.top_k(probs[0], 2 * beam)
+      for p, i in zip(np.log(top_p.numpy()), top_i.numpy()):
+        all_hyps.append(_Hyp(h.tokens + [int(i)], h.log_probs + [float(p)], new_state))
+    hyps = []
+    for h in sorted(all_hyps, key=lambda h: h.avg_log_prob, reverse=True):
+      if h.tokens[-1] == vocab_lib.STOP_ID:
+        if steps >= min_steps:
+          results.append(h)
+      else:
+        hyps.append(h)
+      if len(hyps) == beam or len(results) == beam:
+        break
+    steps += 1
+  if not results:
+    results = hyps
+  return sorted(results, key=lambda h: h.avg_log_prob, reverse=True)[0]
+
+
+def _articles(num, length, seed):
+  rng = np.random.default_rng(seed)
+  enc_len = rng.integers(3, length + 1, num).astype(np.int32)
+  enc_len[0] = length
+  ext = rng.integers(0, VOCAB + 4, (num, length)).astype(np.int32)
+  ext[:, ::4] = vocab_lib.STOP_ID  # makes [STOP] likely enough to finish some hypotheses
+  for n in range(num):
+    ext[n, enc_len[n]:] = vocab_lib.PAD_ID
+  enc_input = np.where(ext >= VOCAB, vocab_lib.UNK_ID, ext).astype(np.int32)
+  num_oovs = int(max(0, ext.max() - VOCAB + 1))
+  return enc_input, enc_len, ext, num_oovs
+
+
+@pytest.mark.parametrize("pointer_gen,coverage,min_steps,seed", [
+    (True, True, 2, 0), (True, False, 0, 1), (False, False, 3, 2), (True, True, 0, 3)])
+def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps, seed):
+  model = _random_model(pointer_gen, coverage, seed)
+  enc_input, enc_len, ext, num_oovs = _articles(5, 9, seed)
+  beam, max_steps = 3, 7
+  search = tf.function(lambda *a: beam_search.beam_search(
+      model, *a, beam_size=beam, max_dec_steps=max_steps, min_dec_steps=min_steps))
+  got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
+  finished = 0
+  for n in range(len(enc_len)):
+    want = _reference_beam_search(model, enc_input[n], enc_len[n], ext[n], num_oovs, beam,
+                                  max_steps, min_steps)
+    length = got["length"][n]
+    assert list(got["tokens"][n, :length]) == want.tokens[1:], f"article {n}"
+    assert np.all(got["tokens"][n, length:] == vocab_lib.PAD_ID)
+    np.testing.assert_allclose(got["score"][n], want.avg_log_prob, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got["log_prob"][n], sum(want.log_probs), rtol=1e-5, atol=1e-5)
+    finished += want.tokens[-1] == vocab_lib.STOP_ID
+  assert finished > 0 or min_steps > 0
