@@ -54,6 +54,13 @@ def define_flags():
   f.DEFINE_boolean("debug", False, "Run tf.functions eagerly and check numerics (slow).")
   f.DEFINE_integer("num_train_steps", 0, "Stop training at this global step; 0 = until stopped.")
   f.DEFINE_integer("checkpoint_secs", 60, "Seconds of wall time between checkpoints.")
+  f.DEFINE_string("ckpt_path", "", "Checkpoint prefix for eval/decode (default: the newest "
+                  "in the run's train dir).")
+  f.DEFINE_integer("max_decode_examples", 0, "Decode at most this many examples; 0 = all "
+                   "(single_pass) or until stopped.")
+  f.DEFINE_enum("rouge_tokenizer", "default", ["default", "whitespace"],
+                "default: rouge-score's English tokenizer (keeps only [a-z0-9]); whitespace: "
+                "lower-case and split on spaces, for other languages.")
   f.DEFINE_integer("seed", None, "Random seed for initialisation and data order (default: "
                    "random).")
 
@@ -91,6 +98,9 @@ class HParams:
   debug: bool = False
   num_train_steps: int = 0
   checkpoint_secs: int = 60
+  ckpt_path: str = ""
+  max_decode_examples: int = 0
+  rouge_tokenizer: str = "default"
   seed: int | None = None
 
   @classmethod

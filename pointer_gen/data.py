@@ -5,6 +5,7 @@ and record index); everything from tokenisation on is TensorFlow ops (`example_f
 shared with the serving graph so that both see exactly the same ids.
 """
 
+import itertools
 import random
 
 from absl import logging
@@ -103,16 +104,16 @@ class RecordSource:
   """
 
   def __init__(self, data_path, data_format="auto", single_pass=False, seed=None,
-               num_shards=1, shard_index=0):
+               num_shards=1, shard_index=0, skip=0):
     self.paths = records.expand_glob(data_path)
     if num_shards > 1:
       self.paths = self.paths[shard_index::num_shards]
       if not self.paths:
         raise DataError(f"--data_path={data_path}: fewer files than the {num_shards} input "
                         "shards (one per worker)")
-    for path in self.paths:
-      if records.detect_format(path, data_format) == "bin":
-        records.check_bin_framing(path)
+    # Framing is checked up front so a broken file fails now, not hours into training.
+    self.num_records = sum(_count_records(path, data_format) for path in self.paths)
+    self.skip = skip
     self.data_format = data_format
     self.single_pass = single_pass
     self.skips = records.SkipCounter()
@@ -139,7 +140,10 @@ class RecordSource:
       if not self.single_pass:
         self._rng.shuffle(paths)
       yielded = 0
-      for record in records.read_records(paths, self.data_format, self.skips):
+      examples = records.read_records(paths, self.data_format, self.skips)
+      if self.single_pass and self.skip:
+        examples = itertools.islice(examples, self.skip, None)
+      for record in examples:
         yielded += 1
         yield record.article, "\n".join(record.abstract_sentences)
       if self.skips.total:
@@ -151,6 +155,14 @@ class RecordSource:
         raise DataError(f"--data_path: no usable example in {', '.join(paths)}")
       epoch += 1
       logging.info("Finished data epoch %d; starting the next.", epoch)
+
+
+def _count_records(path, data_format):
+  """Records in a file (bin: from its framing; jsonl: non-blank lines), for progress and ETA."""
+  if records.detect_format(path, data_format) == "bin":
+    return records.check_bin_framing(path)
+  with open(path, "rb") as f:
+    return sum(1 for line in f if line.strip())
 
 
 def make_dataset(source, table, vocab_size, hps, batch_size=None):

@@ -8,13 +8,11 @@ from absl import logging
 import keras
 import tensorflow as tf
 
+from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import summaries
-
-CHECKPOINT_NAME = "model.ckpt"
-MAX_TO_KEEP = 3
 
 
 class NonFiniteError(RuntimeError):
@@ -35,15 +33,6 @@ def make_optimizer(hps):
   # epsilon=0 gives TF1's Adagrad update exactly: the accumulator starts positive.
   return keras.optimizers.Adagrad(learning_rate=hps.lr,
                                   initial_accumulator_value=hps.adagrad_init_acc, epsilon=0.0)
-
-
-def make_checkpoint(model, optimizer=None):
-  """The checkpoint object every mode reads and writes: model, optimizer, global step."""
-  step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-  kwargs = {"model": model, "step": step}
-  if optimizer is not None:
-    kwargs["optimizer"] = optimizer
-  return tf.train.Checkpoint(**kwargs)
 
 
 def make_train_step(model, optimizer, step, hps, vocab_size):
@@ -96,12 +85,12 @@ class Trainer:
     self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
     self.optimizer = make_optimizer(hps)
     self.optimizer.build(self.model.trainable_variables)
-    self.checkpoint = make_checkpoint(self.model, self.optimizer)
+    self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer)
     self.step = self.checkpoint.step
     os.makedirs(hps.train_dir, exist_ok=True)
     self.manager = tf.train.CheckpointManager(self.checkpoint, hps.train_dir,
-                                              max_to_keep=MAX_TO_KEEP,
-                                              checkpoint_name=CHECKPOINT_NAME)
+                                              max_to_keep=checkpoints.MAX_TO_KEEP,
+                                              checkpoint_name=checkpoints.CHECKPOINT_NAME)
 
   def restore(self):
     """Resumes from the newest checkpoint in the train dir, if any; returns its path."""

@@ -1,0 +1,74 @@
+"""Entry point: `python -m pointer_gen.run --mode=train|eval|decode [flags]`."""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from pointer_gen import config
+from pointer_gen import data
+from pointer_gen import decode
+from pointer_gen import demo_data
+from pointer_gen import train
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+FLAGS = flags.FLAGS
+config.define_flags()
+
+
+def resolve_data(hps):
+  """Fills in the demo corpus when --data_path is empty; requires --exp_name otherwise."""
+  if hps.data_path:
+    if not hps.exp_name:
+      raise DataError("--exp_name is required with --data_path (the run directory is "
+                      "--log_root/--exp_name)")
+    if not hps.vocab_path:
+      raise DataError("--vocab_path is required with --data_path")
+    return hps
+  if hps.vocab_path:
+    raise DataError("--vocab_path was given without --data_path; give both, or neither to "
+                    "use the demo corpus")
+  corpus = demo_data.ensure_demo_corpus(os.path.join(hps.log_root or "runs", "demo_data"))
+  split = "train" if hps.mode == "train" else "val"
+  logging.info("No --data_path: using the built-in demo corpus (%s split) at %s", split,
+               corpus[split])
+  return hps.replace(data_path=corpus[split], vocab_path=corpus["vocab"])
+
+
+def run_train(hps, vocab):
+  trainer = train.Trainer(hps, vocab)
+  source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed)
+  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab), hps)
+  history = trainer.train(dataset, source)
+  if history:
+    first, last = history[0], history[-1]
+    print(f"Trained steps {first[0]}-{last[0]}: loss {first[1]:.3f} -> {last[1]:.3f}")
+  print(f"Checkpoints and TensorBoard logs: {os.path.abspath(hps.train_dir)}")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  try:
+    hps = resolve_data(config.HParams.from_flags(FLAGS))
+    train.configure_tensorflow(hps.debug)
+    vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+    if hps.mode == "train":
+      run_train(hps, vocab)
+    elif hps.mode == "decode":
+      decode.run(hps, vocab)
+    else:
+      raise DataError(f"--mode={hps.mode} is not available yet")
+  except (DataError, train.NonFiniteError) as e:
+    logging.error("%s", e)
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(1)
+
+
+if __name__ == "__main__":
+  app.run(main)

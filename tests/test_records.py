@@ -1,0 +1,526 @@
+"""Tests of pointer_gen.records and the data tools (make_vocab, convert_data).
+
+Files in the .bin format are built and walked here with struct and tf.train.Example directly, so
+the reader and writer are checked against an independent implementation of the format.
+"""
+
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from pointer_gen import records
+from pointer_gen.errors import DataError
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---------------------------------------------------------------- independent .bin helpers
+
+
+def _example(**features):
+  """A serialized tf.train.Example; str values become bytes_list, ints int64_list."""
+  feature = {}
+  for name, value in features.items():
+    if isinstance(value, int):
+      feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+    else:
+      data = value.encode("utf-8") if isinstance(value, str) else value
+      feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[data]))
+  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def _frame(payload):
+  return struct.pack("<q", len(payload)) + payload
+
+
+def _write_frames(path, payloads, tail=b""):
+  with open(path, "wb") as f:
+    f.write(b"".join(_frame(p) for p in payloads) + tail)
+  return str(path)
+
+
+def _walk(path):
+  """Payloads of a .bin file, read with nothing but struct."""
+  payloads = []
+  with open(path, "rb") as f:
+    data = f.read()
+  pos = 0
+  while pos < len(data):
+    (n,) = struct.unpack_from("<q", data, pos)
+    payloads.append(data[pos + 8:pos + 8 + n])
+    pos += 8 + n
+  assert pos == len(data)
+  return payloads
+
+
+def _feature(payload, name):
+  return tf.train.Example.FromString(payload).features.feature[name].bytes_list.value[0]
+
+
+def _good(article="a b c", abstract="<s> a b . </s>"):
+  return _example(article=article, abstract=abstract)
+
+
+def _record(article, sentences, index=0):
+  return records.Record(article, sentences, "hand-written", index)
+
+
+# ---------------------------------------------------------------- real data
+
+
+def test_read_bin_real_vietnews_matches_struct_walk(vietnews):
+  path = str(vietnews / "chunked" / "val_000.bin")
+  payloads = _walk(path)
+  skips = records.SkipCounter()
+  recs = list(records.read_bin(path, skips))
+  assert len(recs) == len(payloads) == 1000
+  assert skips.total == 0
+  assert [r.index for r in recs] == list(range(len(payloads)))
+  assert all(r.source == path for r in recs)
+  first_article = _feature(payloads[0], "article").decode("utf-8")
+  assert recs[0].article == first_article
+  first_abstract = _feature(payloads[0], "abstract").decode("utf-8")
+  assert recs[0].abstract_sentences == [
+      s.strip() for s in re.findall(r"<s>(.*?)</s>", first_abstract)]
+  last_article = _feature(payloads[-1], "article").decode("utf-8")
+  assert recs[-1].article == last_article
+
+
+def test_check_bin_framing_real_files(vietnews):
+  paths = records.expand_glob(str(vietnews / "chunked" / "val_*.bin"))
+  assert [os.path.basename(p) for p in paths] == ["val_000.bin", "val_1000.bin", "val_2000.bin"]
+  counts = [records.check_bin_framing(p) for p in paths]
+  assert counts == [len(_walk(p)) for p in paths]
+  assert sum(counts) == 2322  # the README's count of val examples
+
+
+def test_read_jsonl_real_bbc_matches_json_loads(bbc):
+  path = str(bbc / "val.jsonl")
+  with open(path, encoding="utf-8") as f:
+    first = json.loads(f.readline())
+  skips = records.SkipCounter()
+  recs = list(records.read_jsonl(path, skips))
+  assert len(recs) == 200
+  assert skips.total == 0
+  assert recs[0] == records.Record(first["article"], first["abstract_sentences"], path, 0)
+  assert recs[-1].index == 199
+  assert "\n" in recs[0].article  # paragraphs survive untouched
+
+
+def test_read_records_mixes_formats_in_given_order(vietnews, bbc):
+  paths = [str(bbc / "val.jsonl"), str(vietnews / "chunked" / "val_2000.bin")]
+  skips = records.SkipCounter()
+  sources = [r.source for r in records.read_records(paths, "auto", skips)]
+  n_bin = len(_walk(paths[1]))
+  assert sources == [paths[0]] * 200 + [paths[1]] * n_bin
+
+
+# ---------------------------------------------------------------- writing and round trips
+
+
+HAND_RECORDS = [
+    _record("xin chào thế giới\nsecond paragraph", ["câu một .", "câu hai ."], 0),
+    _record("an article with no abstract", [], 1),
+    _record("  leading and trailing space kept  ", ["only sentence"], 2),
+    _record("café \u2028 line separator", ["é"], 3),
+]
+
+
+def test_write_bin_bytes_and_read_back(tmp_path):
+  path = str(tmp_path / "hand.bin")
+  assert records.write_bin(path, iter(HAND_RECORDS)) == 4
+  assert os.listdir(tmp_path) == ["hand.bin"]  # no .tmp left behind
+  payloads = _walk(path)
+  assert len(payloads) == 4
+  assert _feature(payloads[0], "abstract") == "<s> câu một . </s> <s> câu hai . </s>".encode()
+  assert _feature(payloads[1], "abstract") == b""
+  assert _feature(payloads[0], "article") == HAND_RECORDS[0].article.encode("utf-8")
+  skips = records.SkipCounter()
+  back = list(records.read_bin(path, skips))
+  assert skips.total == 0
+  assert [(r.article, r.abstract_sentences, r.index) for r in back] == [
+      (r.article, r.abstract_sentences, r.index) for r in HAND_RECORDS]
+  assert records.check_bin_framing(path) == 4
+
+
+def test_write_jsonl_bytes_and_read_back(tmp_path):
+  path = str(tmp_path / "hand.jsonl")
+  assert records.write_jsonl(path, HAND_RECORDS) == 4
+  with open(path, "rb") as f:
+    lines = f.read().split(b"\n")
+  assert lines[-1] == b"" and len(lines) == 5  # one line per record, U+2028 stays inside
+  assert "câu một .".encode("utf-8") in lines[0]  # ensure_ascii=False
+  assert json.loads(lines[0]) == {
+      "article": HAND_RECORDS[0].article,
+      "abstract": "câu một . câu hai .",
+      "abstract_sentences": ["câu một .", "câu hai ."],
+  }
+  back = list(records.read_jsonl(path, records.SkipCounter()))
+  assert [(r.article, r.abstract_sentences) for r in back] == [
+      (r.article, r.abstract_sentences) for r in HAND_RECORDS]
+
+
+def test_bbc_jsonl_to_bin_to_jsonl_round_trip(bbc, tmp_path):
+  src = str(bbc / "val.jsonl")
+  original = list(records.read_jsonl(src, records.SkipCounter()))
+  paths = records.write_chunked(original, str(tmp_path / "chunks"), "val", chunk_size=64)
+  assert [os.path.basename(p) for p in paths] == [f"val_{i:03d}.bin" for i in range(4)]
+  assert [len(_walk(p)) for p in paths] == [64, 64, 64, 8]
+  skips = records.SkipCounter()
+  from_bin = list(records.read_records(paths, "auto", skips))
+  assert skips.total == 0
+  out = str(tmp_path / "back.jsonl")
+  records.write_jsonl(out, from_bin)
+  with open(src, encoding="utf-8") as f_src, open(out, encoding="utf-8") as f_out:
+    for line_src, line_out in zip(f_src, f_out, strict=True):
+      want, got = json.loads(line_src), json.loads(line_out)
+      assert got == {k: want[k] for k in ("article", "abstract", "abstract_sentences")}
+
+
+def test_write_chunked_sizes_and_empty(tmp_path):
+  recs = [_record(f"article {i}", [f"s {i}"], i) for i in range(5)]
+  paths = records.write_chunked(iter(recs), str(tmp_path / "out"), "test", chunk_size=2)
+  assert [os.path.basename(p) for p in paths] == ["test_000.bin", "test_001.bin", "test_002.bin"]
+  assert [len(_walk(p)) for p in paths] == [2, 2, 1]
+  assert records.write_chunked([], str(tmp_path / "none"), "test") == []
+
+
+def test_write_bin_refuses_sentence_with_tags_and_leaves_no_file(tmp_path):
+  path = str(tmp_path / "bad.bin")
+  recs = [_record("ok", ["fine"], 0), records.Record("ok", ["a <s> b"], "src.jsonl", 7)]
+  with pytest.raises(DataError, match=r"src\.jsonl: record 7: .*'a <s> b'"):
+    records.write_bin(path, recs)
+  assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------- .bin framing errors
+
+
+GOOD = _good()
+GOOD_END = 8 + len(GOOD)  # byte offset of record 1 in the broken files below
+
+
+@pytest.mark.parametrize("tail, message", [
+    (struct.pack("<q", 100) + b"x" * 10, r"record length 100 but only 10 bytes left"),
+    (b"\x05\x00\x00", r"truncated length prefix \(3 of 8 bytes"),
+    (struct.pack("<q", 1 << 40), rf"record length {1 << 40} but only 0 bytes left"),
+    (struct.pack("<q", -5) + GOOD, r"negative record length -5"),
+], ids=["truncated_record", "truncated_prefix", "length_beyond_file", "negative_length"])
+def test_broken_framing_raises_with_file_record_and_offset(tmp_path, tail, message):
+  path = _write_frames(tmp_path / "broken.bin", [GOOD], tail)
+  where = rf"broken\.bin: record 1 at byte {GOOD_END}: "
+  with pytest.raises(DataError, match=where + message):
+    records.check_bin_framing(path)
+  got = []
+  with pytest.raises(DataError, match=where + message):
+    for record in records.read_bin(path, records.SkipCounter()):
+      got.append(record)
+  assert [r.article for r in got] == ["a b c"]  # what came before the break was fine
+
+
+def test_length_beyond_file_in_first_record(tmp_path):
+  path = _write_frames(tmp_path / "first.bin", [], struct.pack("<q", 50) + b"short")
+  with pytest.raises(DataError, match=r"first\.bin: record 0 at byte 0: record length 50 "
+                                      r"but only 5 bytes left"):
+    records.check_bin_framing(path)
+
+
+def test_empty_bin_file_has_no_records(tmp_path):
+  path = _write_frames(tmp_path / "empty.bin", [])
+  assert records.check_bin_framing(path) == 0
+  assert list(records.read_bin(path, records.SkipCounter())) == []
+
+
+# ---------------------------------------------------------------- .bin content skips
+
+
+def test_bad_bin_records_are_skipped_and_counted(tmp_path, caplog):
+  payloads = [
+      _good("first good", "<s> one </s>"),
+      b"\xff\xff\xff not a protobuf",
+      _example(abstract="<s> x </s>"),
+      _example(article="no abstract here"),
+      _example(article=b"bad \xc3\x28 utf8", abstract="<s> x </s>"),
+      _good("  \n\t ", "<s> x </s>"),
+      _example(article=7, abstract="<s> x </s>"),
+      _example(article="ok", abstract=b"\xe2\x82"),
+      _good("last good", "<s> two </s> <s> three </s>"),
+  ]
+  path = _write_frames(tmp_path / "mixed.bin", payloads)
+  skips = records.SkipCounter()
+  with caplog.at_level("WARNING"):
+    recs = list(records.read_bin(path, skips))
+  assert [(r.index, r.article, r.abstract_sentences) for r in recs] == [
+      (0, "first good", ["one"]), (8, "last good", ["two", "three"])]
+  assert dict(skips.counts) == {
+      "not a tf.train.Example": 1,
+      "missing 'article' feature": 1,
+      "missing 'abstract' feature": 1,
+      "invalid UTF-8": 2,
+      "empty article": 1,
+      "'article' feature is not a non-empty bytes_list": 1,
+  }
+  assert skips.total == 7
+  messages = [r.getMessage() for r in caplog.records]
+  assert any(re.search(r"mixed\.bin: record 1: skipped, not a tf\.train\.Example", m)
+             for m in messages)
+  assert any(re.search(r"mixed\.bin: record 4: skipped, invalid UTF-8 \('article'", m)
+             for m in messages)
+  assert any(re.search(r"mixed\.bin: record 7: skipped, invalid UTF-8 \('abstract'", m)
+             for m in messages)
+  assert "skipped 7 records" in skips.summary()
+  assert "invalid UTF-8: 2" in skips.summary()
+
+
+def test_skip_counter_limits_log_lines(caplog):
+  skips = records.SkipCounter()
+  with caplog.at_level("WARNING"):
+    for i in range(records.MAX_LOGGED_PER_REASON + 5):
+      skips.skip("f.bin", i, "empty article")
+    skips.skip("f.bin", 99, "invalid JSON", "line 100")
+  assert skips.counts == {"empty article": records.MAX_LOGGED_PER_REASON + 5, "invalid JSON": 1}
+  assert skips.total == records.MAX_LOGGED_PER_REASON + 6
+  per_record = [r.getMessage() for r in caplog.records if ": record " in r.getMessage()]
+  assert len(per_record) == records.MAX_LOGGED_PER_REASON + 1
+  assert per_record[-1] == "f.bin: record 99: skipped, invalid JSON (line 100)"
+  assert sum("only counted" in r.getMessage() for r in caplog.records) == 1
+  assert f"only the first {records.MAX_LOGGED_PER_REASON}" in skips.summary()
+  assert records.SkipCounter().summary() == "skipped 0 records"
+
+
+# ---------------------------------------------------------------- JSONL skips
+
+
+def test_bad_jsonl_lines_are_skipped_and_counted(tmp_path, caplog):
+  lines = [
+      json.dumps({"article": "good one", "abstract_sentences": ["s1", "s2"]}).encode(),
+      b'{"article": "unterminated',
+      b"[1, 2]",
+      json.dumps({"article": 5, "abstract": "x"}).encode(),
+      json.dumps({"abstract": "x"}).encode(),
+      json.dumps({"article": "no abstract"}).encode(),
+      json.dumps({"article": "a", "abstract_sentences": "not a list"}).encode(),
+      json.dumps({"article": "a", "abstract_sentences": ["ok", 3]}).encode(),
+      json.dumps({"article": "a", "abstract": ["list"]}).encode(),
+      b'{"article": "bad \xff byte", "abstract": "x"}',
+      json.dumps({"article": " \n ", "abstract": "x"}).encode(),
+      b"   ",
+      json.dumps({"article": "tagged", "abstract": "<s> t1 </s> <s> t2 </s>"}).encode(),
+      json.dumps({"article": "plain", "abstract": "one plain abstract ."}).encode(),
+      json.dumps({"article": "both", "abstract": "ignored", "abstract_sentences": ["used"]},
+                 ensure_ascii=False).encode(),
+  ]
+  path = tmp_path / "mixed.jsonl"
+  path.write_bytes(b"\n".join(lines) + b"\n\n")
+  skips = records.SkipCounter()
+  with caplog.at_level("WARNING"):
+    recs = list(records.read_jsonl(str(path), skips))
+  assert [(r.index, r.article, r.abstract_sentences) for r in recs] == [
+      (0, "good one", ["s1", "s2"]),
+      (12, "tagged", ["t1", "t2"]),
+      (13, "plain", ["one plain abstract ."]),
+      (14, "both", ["used"]),
+  ]
+  assert dict(skips.counts) == {
+      "invalid JSON": 1,
+      "not a JSON object": 1,
+      "wrong type for 'article'": 1,
+      "missing field 'article'": 1,
+      "missing field 'abstract_sentences' or 'abstract'": 1,
+      "wrong type for 'abstract_sentences'": 2,
+      "wrong type for 'abstract'": 1,
+      "invalid UTF-8": 1,
+      "empty article": 1,
+  }
+  messages = [r.getMessage() for r in caplog.records]
+  assert any(re.search(r"mixed\.jsonl: record 1: skipped, invalid JSON \(line 2", m)
+             for m in messages)
+  assert any(re.search(r"mixed\.jsonl: record 9: skipped, invalid UTF-8 \(line 10", m)
+             for m in messages)
+  assert not any("record 11" in m for m in messages)  # blank lines are not skips
+
+
+def test_jsonl_with_utf8_bom(tmp_path):
+  path = tmp_path / "bom.jsonl"
+  path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"article": "a", "abstract": "b"}).encode())
+  assert [r.article for r in records.read_jsonl(str(path), records.SkipCounter())] == ["a"]
+
+
+# ---------------------------------------------------------------- globs, formats, abstracts
+
+
+def test_expand_glob_sorts_files_and_skips_directories(tmp_path):
+  for name in ("b.bin", "a.bin", "c.jsonl"):
+    (tmp_path / name).write_bytes(b"")
+  (tmp_path / "dir.bin").mkdir()
+  assert records.expand_glob(str(tmp_path / "*.bin")) == [
+      str(tmp_path / "a.bin"), str(tmp_path / "b.bin")]
+
+
+@pytest.mark.parametrize("pattern, flag, message", [
+    ("{tmp}/nothing_*.bin", "--data_path", r"--data_path=.*/nothing_\*\.bin: no files match"),
+    ("", "--input", r"--input is empty"),
+    ("{tmp}/sub*", "--input", r"--input=.*/sub\*: no files match \(only directories match"),
+])
+def test_expand_glob_errors_name_flag_and_pattern(tmp_path, pattern, flag, message):
+  (tmp_path / "subdir").mkdir()
+  with pytest.raises(DataError, match=message):
+    records.expand_glob(pattern.format(tmp=tmp_path), flag)
+
+
+@pytest.mark.parametrize("path, data_format, expected", [
+    ("d/train_000.bin", "auto", "bin"),
+    ("d/x.jsonl", "auto", "jsonl"),
+    ("d/x.JL", "auto", "jsonl"),
+    ("d/x.json", "auto", "jsonl"),
+    ("d/x.txt", "bin", "bin"),
+    ("d/x.bin", "jsonl", "jsonl"),
+])
+def test_detect_format(path, data_format, expected):
+  assert records.detect_format(path, data_format) == expected
+
+
+def test_detect_format_errors():
+  with pytest.raises(DataError, match=r"d/x\.txt: .*'\.txt'.*--data_format=bin\|jsonl"):
+    records.detect_format("d/x.txt")
+  with pytest.raises(DataError, match=r"d/noext: .*--data_format=bin\|jsonl"):
+    records.detect_format("d/noext")
+  with pytest.raises(DataError, match=r"--data_format='tfrecord'"):
+    records.detect_format("d/x.bin", "tfrecord")
+
+
+def test_read_records_checks_every_format_before_reading(tmp_path):
+  good = _write_frames(tmp_path / "a.bin", [GOOD])
+  with pytest.raises(DataError, match=r"b\.csv: cannot tell the data format"):
+    next(records.read_records([good, str(tmp_path / "b.csv")], "auto", records.SkipCounter()))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("<s> one . </s> <s> two . </s>", ["one .", "two ."]),
+    ("<s>tight</s><s>  spaced   </s>", ["tight", "spaced"]),
+    ("<s> </s> <s> b </s>", ["", "b"]),
+    ("before <s> in </s> after", ["in"]),
+    ("<s> closed </s> <s> never closed", ["closed"]),
+    ("no tags at all ", ["no tags at all"]),
+    ("   ", []),
+    ("", []),
+    ("<s> a </s> </s> <s> b </s>", ["a", "b"]),
+])
+def test_abstract_to_sentences(text, expected):
+  assert records.abstract_to_sentences(text) == expected
+
+
+# ---------------------------------------------------------------- tools, run as subprocesses
+
+VOCAB_BIN = [
+    _good("the cat sat on the mat", "<s> the cat </s> <s> sat </s>"),
+    _good("a dog . the dog <s>", "<s> dog sat </s>"),
+]
+VOCAB_JSONL = [
+    b'{"article": "The Dog, the end.", "abstract_sentences": ["The end."]}',
+    b"{broken json",
+]
+CONVERT_RECORDS = [
+    {"article": "Tiếng Việt có dấu.\nSecond paragraph.", "abstract_sentences": ["Một.", "Hai."]},
+    {"article": "no abstract sentences", "abstract_sentences": []},
+    {"article": "plain abstract", "abstract": "one string"},
+    {"article": "fourth", "abstract_sentences": ["4"]},
+    {"article": "fifth", "abstract_sentences": ["5a", "5b"]},
+]
+
+
+def _start(tool, *args):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  return subprocess.Popen([sys.executable, os.path.join("tools", tool), *args], cwd=REPO,
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def tool_runs(tmp_path_factory):
+  """Starts every tool run at once (each pays TensorFlow's import time) and waits for all."""
+  tmp = tmp_path_factory.mktemp("tools")
+  _write_frames(tmp / "vocab_in.bin", VOCAB_BIN)
+  (tmp / "vocab_in.jsonl").write_bytes(b"\n".join(VOCAB_JSONL) + b"\n")
+  convert_in = tmp / "convert_in.jsonl"
+  convert_in.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in CONVERT_RECORDS),
+                        encoding="utf-8")
+  _write_frames(tmp / "convert_in.bin", [
+      _example(article=r["article"], abstract=" ".join(
+          f"<s> {s} </s>" for s in r.get("abstract_sentences", [r.get("abstract")])))
+      for r in CONVERT_RECORDS])
+  (tmp / "occupied").mkdir()
+  (tmp / "occupied" / "train_000.bin").write_bytes(b"")
+  procs = {
+      "vocab": _start("make_vocab.py", f"--data_path={tmp}/vocab_in.*",
+                      f"--output={tmp}/vocab", "--lowercase", "--max_size=8"),
+      "to_bin": _start("convert_data.py", f"--input={convert_in}", f"--output={tmp}/chunks",
+                       "--to=bin", "--split=test", "--chunk_size=2"),
+      "to_jsonl": _start("convert_data.py", f"--input={tmp}/convert_in.bin",
+                         f"--output={tmp}/out/converted.jsonl", "--to=jsonl"),
+      "occupied": _start("convert_data.py", f"--input={convert_in}", f"--output={tmp}/occupied",
+                         "--to=bin"),
+  }
+  results = {}
+  for name, proc in procs.items():
+    out, err = proc.communicate(timeout=120)
+    results[name] = (proc.returncode, out, err)
+  return tmp, results
+
+
+def _ok(results, name):
+  code, out, err = results[name]
+  assert code == 0, f"{name} failed:\n{err}"
+  return out
+
+
+def test_make_vocab_counts_and_order(tool_runs):
+  tmp, results = tool_runs
+  out = _ok(results, "vocab")
+  # Hand count over the lower-cased article and abstract sentences of both files (the stray
+  # "<s>" never counts): the 7, dog 3, sat 3, cat 2, end. 2, then ". a dog, mat on" once each;
+  # ties go in string order and --max_size=8 drops the last two.
+  assert (tmp / "vocab").read_text(encoding="utf-8").splitlines() == [
+      "the 7", "dog 3", "sat 3", "cat 2", "end. 2", ". 1", "a 1", "dog, 1"]
+  assert "Read 3 records from 2 files" in out
+  assert "skipped 1 records (invalid JSON: 1)" in out
+  assert "Wrote 8 words (of 10 distinct)" in out
+
+
+def test_convert_jsonl_to_bin_reads_back(tool_runs):
+  tmp, results = tool_runs
+  out = _ok(results, "to_bin")
+  assert "Wrote 5 records to 3 bin files" in out
+  paths = records.expand_glob(str(tmp / "chunks" / "*"))
+  assert [os.path.basename(p) for p in paths] == ["test_000.bin", "test_001.bin", "test_002.bin"]
+  assert [len(_walk(p)) for p in paths] == [2, 2, 1]
+  assert _feature(_walk(paths[0])[0], "abstract") == "<s> Một. </s> <s> Hai. </s>".encode()
+  back = list(records.read_records(paths, "auto", records.SkipCounter()))
+  assert [(r.article, r.abstract_sentences) for r in back] == [
+      (r["article"], r.get("abstract_sentences", [r.get("abstract")])) for r in CONVERT_RECORDS]
+
+
+def test_convert_bin_to_jsonl_reads_back(tool_runs):
+  tmp, results = tool_runs
+  out = _ok(results, "to_jsonl")
+  assert "Wrote 5 records to 1 jsonl files" in out
+  with open(tmp / "out" / "converted.jsonl", encoding="utf-8") as f:
+    got = [json.loads(line) for line in f]
+  for want, obj in zip(CONVERT_RECORDS, got, strict=True):
+    sentences = want.get("abstract_sentences", [want.get("abstract")])
+    assert obj == {"article": want["article"], "abstract": " ".join(sentences),
+                   "abstract_sentences": sentences}
+
+
+def test_convert_refuses_directory_with_old_chunks(tool_runs):
+  tmp, results = tool_runs
+  code, _, err = results["occupied"]
+  assert code == 1
+  assert re.search(r"convert_data: error: --output=.*occupied already holds 1 train_\*\.bin "
+                   r"files", err)
+  assert os.listdir(tmp / "occupied") == ["train_000.bin"]

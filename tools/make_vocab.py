@@ -1,0 +1,90 @@
+"""Builds a vocab file (`word count` lines, most frequent first) from .bin or JSONL data.
+
+  python tools/make_vocab.py --data_path='data/train_*.bin' --output=data/vocab
+"""
+
+import pathlib
+import sys
+
+try:
+  import pointer_gen  # noqa: F401  (installed with `pip install -e .`)
+except ImportError:
+  # Run from a checkout without installing: the package sits beside tools/.
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from absl import app
+from absl import flags
+
+from pointer_gen import records
+from pointer_gen import text
+from pointer_gen import vocab
+from pointer_gen.errors import DataError
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("data_path", "", "Glob of the .bin or JSONL files to count words in.")
+flags.DEFINE_enum("data_format", "auto", ("auto",) + records.FORMATS,
+                  "Format of the input files; auto goes by the file extension.")
+flags.DEFINE_string("output", "", "Path of the vocab file to write.")
+flags.DEFINE_integer("max_size", 200000, "Most words to write (0 = all).", lower_bound=0)
+flags.DEFINE_enum("tokenizer", "whitespace", text.TOKENIZERS,
+                  "whitespace for pre-tokenised data (.bin), punct for raw text.")
+flags.DEFINE_bool("lowercase", False, "Lower-case the text before counting.")
+
+# Tokenising in batches keeps the per-call overhead of the TF ops small on large data sets.
+BATCH_SIZE = 256
+
+
+def _texts(recs, counter):
+  """Yields the article and each abstract sentence of every record, counting the records."""
+  for record in recs:
+    counter["records"] += 1
+    yield record.article
+    yield from record.abstract_sentences
+
+
+def _batches(items, size):
+  batch = []
+  for item in items:
+    batch.append(item)
+    if len(batch) == size:
+      yield batch
+      batch = []
+  if batch:
+    yield batch
+
+
+def _token_batches(texts, tokenizer, lowercase):
+  """Yields one flat list of tokens per batch of texts; counting does not need the boundaries."""
+  for batch in _batches(texts, BATCH_SIZE):
+    tokens = text.tokenize(batch, tokenizer, lowercase).flat_values.numpy()
+    yield [t.decode("utf-8") for t in tokens]
+
+
+def make_vocab(data_path, data_format, output, max_size, tokenizer, lowercase):
+  if not output:
+    raise DataError("--output is required (the vocab file to write)")
+  paths = records.expand_glob(data_path, "--data_path")
+  skips = records.SkipCounter()
+  counter = {"records": 0}
+  texts = _texts(records.read_records(paths, data_format, skips), counter)
+  counts = vocab.count_words(_token_batches(texts, tokenizer, lowercase))
+  if not counter["records"]:
+    raise DataError(f"--data_path={data_path}: no usable records in {len(paths)} files "
+                    f"({skips.summary()})")
+  written = vocab.write_vocab(output, counts, max_size)
+  print(f"Read {counter['records']} records from {len(paths)} files; {skips.summary()}")
+  print(f"Wrote {written} words (of {len(counts)} distinct) to {output}")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  try:
+    make_vocab(FLAGS.data_path, FLAGS.data_format, FLAGS.output, FLAGS.max_size,
+               FLAGS.tokenizer, FLAGS.lowercase)
+  except DataError as e:
+    sys.exit(f"make_vocab: error: {e}")
+
+
+if __name__ == "__main__":
+  app.run(main)
