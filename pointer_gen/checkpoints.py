@@ -53,7 +53,12 @@ def resolve(hps, ckpt_path=""):
 def restore_weights(model, path):
   """Loads the model's weights (not the optimizer) from `path`; returns the global step."""
   checkpoint = make_checkpoint(model)
-  checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+  try:
+    checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+  except ValueError as e:
+    raise DataError(f"{path} does not fit the model built from the flags (check --vocab_size, "
+                    f"--hidden_dim, --emb_dim, --pointer_gen, --coverage against the run that "
+                    f"wrote it): {e}") from e
   step = int(checkpoint.step.numpy())
   logging.info("Loaded weights from %s (step %d).", path, step)
   return step

@@ -67,13 +67,13 @@ def example_features(article, abstract, table, vocab_size, max_enc_steps, max_de
 
 def _copyable_oov_ids(tokens, ids, article_oovs, vocab_size):
   """Gives abstract OOVs that occur in the article their temporary id; others stay [UNK]."""
-  # The empty string never comes out of tokenisation, so as a sentinel it marks "not found"
-  # and keeps argmax defined when the article has no OOVs.
-  candidates = tf.concat([article_oovs, [""]], 0)  # [N+1]
-  matches = tf.equal(tokens[:, None], candidates[None, :])  # [A, N+1]
+  num_oovs = tf.size(article_oovs, out_type=tf.int32)
+  # An always-true last column keeps argmax defined and, for a word not among the article's
+  # OOVs, points past them (index N), which marks it as not copyable.
+  matches = tf.concat([tf.equal(tokens[:, None], article_oovs[None, :]),
+                       tf.ones([tf.size(tokens), 1], tf.bool)], axis=1)  # [A, N+1]
   first_match = tf.argmax(tf.cast(matches, tf.int32), axis=1, output_type=tf.int32)  # [A]
-  copyable = (tf.equal(ids, vocab_lib.UNK_ID)
-              & (first_match < tf.size(article_oovs, out_type=tf.int32)))  # [A]
+  copyable = tf.equal(ids, vocab_lib.UNK_ID) & (first_match < num_oovs)  # [A]
   return tf.where(copyable, vocab_size + first_match, ids)
 
 
