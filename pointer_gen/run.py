@@ -46,9 +46,25 @@ def run_train(hps, vocab):
   dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab), hps)
   history = trainer.train(dataset, source)
   if history:
-    first, last = history[0], history[-1]
-    print(f"Trained steps {first[0]}-{last[0]}: loss {first[1]:.3f} -> {last[1]:.3f}")
+    print(_curve_summary(history))
   print(f"Checkpoints and TensorBoard logs: {os.path.abspath(hps.train_dir)}")
+
+
+def _curve_summary(history):
+  """First vs last tenth of the run, so noise from single batches does not mislead."""
+  tenth = max(1, len(history) // 10)
+
+  def mean(rows, key):
+    values = [row[key] for row in rows if key in row]
+    return sum(values) / len(values) if values else None
+
+  parts = [f"Trained steps {history[0]['step']}-{history[-1]['step']}:"]
+  for key, label in (("loss", "loss"), ("coverage_loss", "coverage loss"),
+                     ("p_gen_mean", "mean p_gen")):
+    first, last = mean(history[:tenth], key), mean(history[-tenth:], key)
+    if first is not None:
+      parts.append(f"{label} {first:.3f} -> {last:.3f}")
+  return " ".join(parts[:1]) + " " + ", ".join(parts[1:]) + " (means of the first and last tenth)"
 
 
 def main(argv):

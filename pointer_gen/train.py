@@ -113,7 +113,7 @@ class Trainer:
   def train(self, dataset, source=None):
     """Runs until --num_train_steps, Ctrl-C or SIGTERM; saves every checkpoint_secs and at exit.
 
-    Returns the list of (step, loss) pairs seen, for callers that report a curve.
+    Returns one dict of scalars per step run (step, loss, ...), for callers that report a curve.
     """
     hps = self.hps
     self.restore()
@@ -143,7 +143,8 @@ class Trainer:
               f"norm {scalars['global_norm']}): the update was NOT applied; the newest "
               f"checkpoint in {hps.train_dir} is the last good one.")
         seconds = time.time() - start
-        history.append((step, float(scalars["loss"])))
+        history.append({"step": step, **{k: float(v) for k, v in scalars.items()
+                                         if k != "finite"}})
         self._log_step(writer, step, scalars, seconds)
         if time.time() - last_save >= hps.checkpoint_secs:
           self.save()
