@@ -32,9 +32,45 @@ def _merge(tensor):
   return tf.reshape(tensor, tf.concat([[shape[0] * shape[1]], shape[2:]], 0))
 
 
+def _score(log_prob_sum, num_tokens, length_penalty_alpha):
+  """The original's average log-probability over the tokens ([START] included); with alpha,
+  GNMT's normaliser ((5 + generated) / 6) ** alpha instead (an extra, off by default)."""
+  num_tokens = tf.cast(num_tokens, log_prob_sum.dtype)
+  if length_penalty_alpha is None:
+    return log_prob_sum / num_tokens
+  return log_prob_sum / ((5.0 + num_tokens - 1.0) / 6.0) ** length_penalty_alpha
+
+
+def _block_repeats(dist, tokens, step, n):
+  """Zeroes the probability of every token that would repeat an n-gram of its hypothesis.
+
+  dist [M, W]; tokens [M, T] generated so far (valid before `step`) -> [M, W].
+  """
+  total = tokens.shape[1]
+  if total is None or total < n:
+    return dist
+  starts = total - n + 1
+  # An earlier n-gram starting at j is complete before this step if j + n - 1 <= step - 1.
+  match = tf.broadcast_to(tf.range(starts)[None, :] <= step - n,
+                          [tf.shape(tokens)[0], starts])  # [M, J]
+  for i in range(n - 1):
+    recent = tokens[:, tf.maximum(step - n + 1 + i, 0)]  # [M]: the (n-1)-token prefix
+    match &= tf.equal(tokens[:, i:starts + i], recent[:, None])  # [M, J]
+  banned = tokens[:, n - 1:]  # [M, J]: the token that completed each earlier n-gram
+  rows = tf.tile(tf.range(tf.shape(tokens)[0])[:, None], [1, starts])  # [M, J]
+  where = tf.where(match)  # [P, 2]
+  indices = tf.stack([tf.gather_nd(rows, where), tf.gather_nd(banned, where)], axis=1)
+  return tf.tensor_scatter_nd_update(dist, indices, tf.zeros([tf.shape(where)[0]], dist.dtype))
+
+
 def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, max_dec_steps,
-                min_dec_steps, keep_attention=False):
+                min_dec_steps, keep_attention=False, block_ngram_repeat=0,
+                length_penalty_alpha=None):
   """Decodes a batch of N articles.
+
+  block_ngram_repeat=n > 0 forbids any hypothesis to repeat one of its n-grams, and
+  length_penalty_alpha ranks by GNMT's length penalty; both are extras, off by default, so
+  that summaries are the original's.
 
   enc_input, enc_input_ext [N, L] int32; enc_len [N]; max_oovs: scalar, the widest OOV list.
   Returns tokens [N, max_dec_steps] (extended ids, [STOP] included if generated, [PAD] after),
@@ -91,6 +127,8 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
       dist = vocab_probs  # [N*K, V]
     else:
       dist = layers.final_distribution(vocab_probs, attn, p_gen, ext_ids, max_oovs)  # [N*K, V+N]
+    if block_ngram_repeat:
+      dist = _block_repeats(dist, _merge(v["live_tokens"]), step, block_ngram_repeat)
     top_probs, top_ids = tf.math.top_k(dist, 2 * k)  # [N*K, 2K]
     top_logp = _split(tf.math.log(top_probs), articles, k)  # [N, K, 2K]
     top_ids = _split(top_ids, articles, k)  # [N, K, 2K]
@@ -99,7 +137,7 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
     # At step 0 every hypothesis is the same [START]: only the first one proposes.
     proposes = tf.logical_or(step > 0, tf.range(k) == 0)  # [K]
     proposes = tf.broadcast_to(proposes[None, :, None], tf.shape(cand_sum))  # [N, K, 2K]
-    cand_score = tf.where(proposes, cand_sum / tf.cast(step + 2, dtype),
+    cand_score = tf.where(proposes, _score(cand_sum, step + 2, length_penalty_alpha),
                           float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
     candidates = 2 * k * k
     _, order = tf.math.top_k(tf.reshape(cand_score, [articles, candidates]),
@@ -173,14 +211,14 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
     return (out,)
 
   (final,) = tf.while_loop(cond, body, (loop_vars,), maximum_iterations=max_dec_steps)
-  return _winners(final, k, keep_attention)
+  return _winners(final, k, keep_attention, length_penalty_alpha)
 
 
-def _winners(v, k, keep_attention):
+def _winners(v, k, keep_attention, length_penalty_alpha):
   """Best result per article by average log-probability; the live beam if none finished."""
   has_done = v["num_done"] > 0  # [N]
   steps = v["step"]
-  live_score = v["live_sum"] / tf.cast(steps + 1, v["live_sum"].dtype)  # [N, K]
+  live_score = _score(v["live_sum"], steps + 1, length_penalty_alpha)  # [N, K]
   score = tf.where(has_done[:, None], v["done_score"], live_score)  # [N, K]
   # Live hypotheses are already in visiting (best-first) order; results are not.
   best = tf.argmax(score, axis=1, output_type=tf.int32)  # [N]; ties: the first

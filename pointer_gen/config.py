@@ -61,6 +61,11 @@ def define_flags():
   f.DEFINE_enum("rouge_tokenizer", "default", ["default", "whitespace"],
                 "default: rouge-score's English tokenizer (keeps only [a-z0-9]); whitespace: "
                 "lower-case and split on spaces, for other languages.")
+  f.DEFINE_integer("block_ngram_repeat", 0, "Beam search extra, off by default: forbid a "
+                   "summary to repeat any of its n-grams of this length.")
+  f.DEFINE_float("length_penalty_alpha", None, "Beam search extra, off by default (the "
+                 "original ranks by average log-probability): rank by log-prob / "
+                 "((5 + length) / 6) ** alpha (GNMT).")
   f.DEFINE_integer("seed", None, "Random seed for initialisation and data order (default: "
                    "random).")
 
@@ -101,6 +106,8 @@ class HParams:
   ckpt_path: str = ""
   max_decode_examples: int = 0
   rouge_tokenizer: str = "default"
+  block_ngram_repeat: int = 0
+  length_penalty_alpha: float | None = None
   seed: int | None = None
 
   @classmethod
@@ -128,6 +135,8 @@ class HParams:
     if self.min_dec_steps < 0 or self.min_dec_steps > self.max_dec_steps:
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
                       f"--max_dec_steps={self.max_dec_steps}")
+    if self.block_ngram_repeat < 0:
+      raise DataError(f"--block_ngram_repeat={self.block_ngram_repeat}: must be >= 0")
     if self.num_train_steps < 0:
       raise DataError(f"--num_train_steps={self.num_train_steps}: must be >= 0")
     return self

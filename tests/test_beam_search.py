@@ -25,16 +25,25 @@ def _random_model(pointer_gen, coverage, seed):
 
 
 class _Hyp:
+  alpha = None
+
   def __init__(self, tokens, log_probs, state):
     self.tokens, self.log_probs, self.state = tokens, log_probs, state
 
   @property
   def avg_log_prob(self):
-    return sum(self.log_probs) / len(self.tokens)
+    if self.alpha is None:
+      return sum(self.log_probs) / len(self.tokens)
+    return sum(self.log_probs) / ((5.0 + len(self.tokens) - 1) / 6.0) ** self.alpha
+
+
+def _repeats_ngram(generated, n):
+  grams = [tuple(generated[i:i + n]) for i in range(len(generated) - n + 1)]
+  return len(grams) != len(set(grams))
 
 
 def _reference_beam_search(model, enc_input, enc_len, enc_ext, num_oovs, beam, max_steps,
-                           min_steps):
+                           min_steps, block_ngram=0):
   """One article, a Python loop over steps and hypotheses, as the original's beam_search.py."""
   states, features, mask, state = model.encode(enc_input[None], enc_len[None])
   state = model.cell.initial_attention(state, features, states, mask)
@@ -50,7 +59,13 @@ def _reference_beam_search(model, enc_input, enc_len, enc_ext, num_oovs, beam, m
       probs = tf.nn.softmax(model.cell.vocab_logits(out, ctx))
       if p_gen is not None:
         probs = layers.final_distribution(probs, attn, p_gen, enc_ext[None], num_oovs)
-      top_p, top_i = tf.math.top_k(probs[0], 2 * beam)
+      probs = probs.numpy()[0]
+      if block_ngram:
+        generated = h.tokens[1:]
+        for w in range(len(probs)):
+          if _repeats_ngram(generated + [w], block_ngram):
+            probs[w] = 0.0
+      top_p, top_i = tf.math.top_k(probs, 2 * beam)
       for p, i in zip(np.log(top_p.numpy()), top_i.numpy()):
         all_hyps.append(_Hyp(h.tokens + [int(i)], h.log_probs + [float(p)], new_state))
     hyps = []
@@ -81,23 +96,29 @@ def _articles(num, length, seed):
   return enc_input, enc_len, ext, num_oovs
 
 
-@pytest.mark.parametrize("pointer_gen,coverage,min_steps,seed", [
-    (True, True, 2, 0), (True, False, 0, 1), (False, False, 3, 2), (True, True, 0, 3)])
-def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps, seed):
+@pytest.mark.parametrize("pointer_gen,coverage,min_steps,seed,block,alpha", [
+    (True, True, 2, 0, 0, None), (True, False, 0, 1, 0, None), (False, False, 3, 2, 0, None),
+    (True, True, 0, 3, 0, None), (True, False, 4, 1, 2, None), (True, True, 2, 0, 0, 0.7)])
+def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps, seed, block,
+                                                alpha, monkeypatch):
   model = _random_model(pointer_gen, coverage, seed)
   enc_input, enc_len, ext, num_oovs = _articles(5, 9, seed)
   beam, max_steps = 3, 7
+  monkeypatch.setattr(_Hyp, "alpha", alpha)
   search = tf.function(lambda *a: beam_search.beam_search(
-      model, *a, beam_size=beam, max_dec_steps=max_steps, min_dec_steps=min_steps))
+      model, *a, beam_size=beam, max_dec_steps=max_steps, min_dec_steps=min_steps,
+      block_ngram_repeat=block, length_penalty_alpha=alpha))
   got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
   finished = 0
   for n in range(len(enc_len)):
     want = _reference_beam_search(model, enc_input[n], enc_len[n], ext[n], num_oovs, beam,
-                                  max_steps, min_steps)
+                                  max_steps, min_steps, block)
     length = got["length"][n]
     assert list(got["tokens"][n, :length]) == want.tokens[1:], f"article {n}"
     assert np.all(got["tokens"][n, length:] == vocab_lib.PAD_ID)
     np.testing.assert_allclose(got["score"][n], want.avg_log_prob, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got["log_prob"][n], sum(want.log_probs), rtol=1e-5, atol=1e-5)
     finished += want.tokens[-1] == vocab_lib.STOP_ID
+    if block:
+      assert not _repeats_ngram(list(got["tokens"][n, :length]), block)
   assert finished > 0 or min_steps > 0
