@@ -14,33 +14,74 @@ def _trunc_normal(std):
 
 @keras.saving.register_keras_serializable("pointer_gen")
 class Encoder(keras.layers.Layer):
-  """One bidirectional LSTM layer over the embedded article, respecting its true length."""
+  """One bidirectional LSTM layer over the embedded article, respecting its true length.
+
+  The weights are two Keras LSTMCells (gates i, f, c, o), but the recurrence is run here: the
+  input projections of every position and both directions are one matmul before the loop, and
+  each step does both directions' recurrent matmuls as one batched matmul. Outputs at padding
+  positions are zero, as TF1's bidirectional_dynamic_rnn.
+  """
 
   def __init__(self, hidden_dim, rand_unif_init_mag=0.02, **kwargs):
     super().__init__(**kwargs)
     self.hidden_dim = hidden_dim
     self.rand_unif_init_mag = rand_unif_init_mag
 
-    def lstm(name, go_backwards):
+    def cell(name):
       # unit_forget_bias starts the forget bias at 1.0, which is what TF1's LSTMCell adds at
       # run time; the gradients of a trained bias and of a bias plus a constant are the same.
-      return keras.layers.LSTM(
-          hidden_dim, return_sequences=True, return_state=True, go_backwards=go_backwards,
-          kernel_initializer=_uniform(rand_unif_init_mag),
-          recurrent_initializer=_uniform(rand_unif_init_mag),
-          unit_forget_bias=True, name=name)
+      return keras.layers.LSTMCell(
+          hidden_dim, kernel_initializer=_uniform(rand_unif_init_mag),
+          recurrent_initializer=_uniform(rand_unif_init_mag), unit_forget_bias=True, name=name)
 
-    self.bidirectional = keras.layers.Bidirectional(
-        lstm("fw", False), backward_layer=lstm("bw", True), name="bidirectional")
+    self.fw_cell = cell("fw")
+    self.bw_cell = cell("bw")
 
   def build(self, input_shape):
-    self.bidirectional.build(input_shape)
+    self.fw_cell.build((None, input_shape[-1]))
+    self.bw_cell.build((None, input_shape[-1]))
     super().build(input_shape)
+
+  def _both(self, weight):
+    """The forward and the backward cell's weight of that name, stacked: [2, ...]."""
+    return tf.stack([tf.convert_to_tensor(getattr(cell, weight))
+                     for cell in (self.fw_cell, self.bw_cell)])
 
   def call(self, embedded, mask):
     """embedded [B, L, E], mask [B, L] bool -> states [B, L, 2H], fw/bw final (h, c) each [B, H]."""
-    states, fw_h, fw_c, bw_h, bw_c = self.bidirectional(embedded, mask=mask)
-    return states, (fw_h, fw_c), (bw_h, bw_c)
+    lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # [B]
+    # The backward direction reads each article from its own last real word.
+    backward = tf.reverse_sequence(embedded, lengths, seq_axis=1, batch_axis=0)  # [B, L, E]
+    kernels = self._both("kernel")  # [2, E, 4H]
+    biases = self._both("bias")  # [2, 4H]
+    recurrent = self._both("recurrent_kernel")  # [2, H, 4H]
+    inputs = tf.stack([embedded, backward])  # [2, B, L, E]
+    projected = tf.einsum("dble,deg->ldbg", inputs, kernels) + biases[None, :, None, :]  # [L, 2, B, 4H]
+    length = tf.shape(embedded)[1]
+    # Read per step from TensorArrays: indexing the whole tensor in the loop would make its
+    # gradient a full-size [L, ...] tensor at every step.
+    projected = tf.TensorArray(embedded.dtype, size=length).unstack(projected)
+    step_mask = tf.transpose(tf.cast(mask, embedded.dtype))[:, None, :, None]  # [L, 1, B, 1]
+    step_mask = tf.TensorArray(embedded.dtype, size=length).unstack(step_mask)
+    zeros = tf.zeros([2, tf.shape(embedded)[0], self.hidden_dim], embedded.dtype)  # [2, B, H]
+
+    def body(t, h, c, outputs):
+      gates = projected.read(t) + tf.matmul(h, recurrent)  # [2, B, 4H]
+      i, f, g, o = tf.split(gates, 4, axis=2)  # [2, B, H] each
+      new_c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+      new_h = tf.sigmoid(o) * tf.tanh(new_c)
+      m = step_mask.read(t)  # [1, B, 1]: past an article's end its state stays put
+      c = m * new_c + (1.0 - m) * c
+      h = m * new_h + (1.0 - m) * h
+      return t + 1, h, c, outputs.write(t, m * new_h)
+
+    _, h, c, outputs = tf.while_loop(
+        lambda t, *_: t < length, body,
+        [tf.constant(0), zeros, zeros, tf.TensorArray(embedded.dtype, size=length)])
+    outputs = tf.transpose(outputs.stack(), [1, 2, 0, 3])  # [2, B, L, H]
+    backward_out = tf.reverse_sequence(outputs[1], lengths, seq_axis=1, batch_axis=0)  # [B, L, H]
+    states = tf.concat([outputs[0], backward_out], axis=2)  # [B, L, 2H]
+    return states, (h[0], c[0]), (h[1], c[1])
 
   def get_config(self):
     return {**super().get_config(), "hidden_dim": self.hidden_dim,

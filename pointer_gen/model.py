@@ -67,11 +67,13 @@ class PointerGenerator(keras.Model):
     states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"])
     embedded = self.embedding(batch["dec_input"])  # [B, T, E]
     steps = tf.shape(embedded)[1]
-    embedded_by_step = tf.transpose(embedded, [1, 0, 2])  # [T, B, E]
+    # A TensorArray, not indexing: see Encoder.call.
+    embedded_by_step = tf.TensorArray(embedded.dtype, size=steps).unstack(
+        tf.transpose(embedded, [1, 0, 2]))  # T x [B, E]
 
     def body(t, state, outputs_ta, contexts_ta, attn_ta, p_gen_ta):
       (output, context, attn, p_gen), state = self.cell(
-          embedded_by_step[t], state, features, states, mask)
+          embedded_by_step.read(t), state, features, states, mask)
       outputs_ta = outputs_ta.write(t, output)
       contexts_ta = contexts_ta.write(t, context)
       attn_ta = attn_ta.write(t, attn)

@@ -93,8 +93,8 @@ def np_encoder(model, enc_input, enc_len):
   """BiLSTM respecting lengths: the backward pass starts at each sequence's last real token.
   Returns states [B, L, 2H] (zeros on padding) and the decoder's initial (c, h)."""
   emb = _np(model.embedding.embeddings)[enc_input]
-  fw_cell = model.encoder.bidirectional.forward_layer.cell
-  bw_cell = model.encoder.bidirectional.backward_layer.cell
+  fw_cell = model.encoder.fw_cell
+  bw_cell = model.encoder.bw_cell
   batch, length = enc_input.shape
   states = np.zeros((batch, length, 2 * H))
   fw_final, bw_final = [], []
