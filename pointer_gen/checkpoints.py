@@ -1,13 +1,17 @@
 """Where checkpoints live and how every mode reads them.
 
 Training writes `<run>/train/model.ckpt-<step>` (keep 3); eval writes the best model as
-`<run>/eval/bestmodel-<step>` with its own `checkpoint` state file.
+`<run>/eval/bestmodel-<step>` with its own `checkpoint` state file. The two train-mode utilities
+add `model.ckpt-<step>_cov_init` (convert_to_coverage_model) and `model.ckpt-<step>_best`
+(restore_best_model) to the train dir.
 """
 
 import os
 import re
+import time
 
 from absl import logging
+from google.protobuf import text_format
 import tensorflow as tf
 
 from pointer_gen.errors import DataError
@@ -15,6 +19,8 @@ from pointer_gen.errors import DataError
 CHECKPOINT_NAME = "model.ckpt"
 BEST_MODEL_NAME = "bestmodel"
 MAX_TO_KEEP = 3
+COVERAGE_INIT_SUFFIX = "_cov_init"
+BEST_SUFFIX = "_best"
 
 
 def make_checkpoint(model, optimizer=None):
@@ -32,8 +38,9 @@ def newest(directory):
 
 
 def step_of(path):
-  """The number at the end of a checkpoint prefix (`model.ckpt-1234` -> 1234), or None."""
-  match = re.search(r"-(\d+)(?:_cov_init)?$", path)
+  """The step in a checkpoint prefix (`model.ckpt-1234`, `model.ckpt-1234_cov_init` -> 1234),
+  or None."""
+  match = re.search(rf"-(\d+)(?:{COVERAGE_INIT_SUFFIX}|{BEST_SUFFIX})?$", path)
   return int(match.group(1)) if match else None
 
 
@@ -55,10 +62,53 @@ def restore_weights(model, path):
   checkpoint = make_checkpoint(model)
   try:
     checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
-  except ValueError as e:
-    raise DataError(f"{path} does not fit the model built from the flags (check --vocab_size, "
-                    f"--hidden_dim, --emb_dim, --pointer_gen, --coverage against the run that "
-                    f"wrote it): {e}") from e
+  except ValueError as e:  # a shape differs
+    raise _misfit(path, e) from e
+  except AssertionError as e:  # a weight of the model (w_c, p_gen) is not in the checkpoint
+    # Its message prints each such variable with all its values; the paths say enough.
+    missing = re.findall(r"path=([^,]+),", str(e))
+    raise _misfit(path, f"it lacks {', '.join(missing)}" if missing else e) from e
   step = int(checkpoint.step.numpy())
   logging.info("Loaded weights from %s (step %d).", path, step)
   return step
+
+
+def _misfit(path, reason):
+  return DataError(f"{path} does not fit the model built from the flags (check --vocab_size, "
+                   f"--hidden_dim, --emb_dim, --pointer_gen, --coverage against the run that "
+                   f"wrote it): {reason}")
+
+
+def register_newest(directory, path):
+  """Records the checkpoint `path` (written into `directory`) as the newest in its state file.
+
+  The entries already there keep their timestamps: a CheckpointManager that later opens the
+  directory only rotates out (deletes) entries whose timestamp is after the state's
+  last_preserved_timestamp, and treats entries without timestamps as kept forever.
+  """
+  directory = os.path.abspath(directory)
+  path = os.path.abspath(path)
+  now = time.time()
+  state = tf.train.get_checkpoint_state(directory)
+  entries, preserved = [], now - 1.0
+  if state is not None:
+    preserved = state.last_preserved_timestamp
+    timestamps = list(state.all_model_checkpoint_timestamps) or (
+        [preserved] * len(state.all_model_checkpoint_paths))
+    entries = [(os.path.abspath(p), t) for p, t in zip(state.all_model_checkpoint_paths,
+                                                        timestamps)]
+    entries = [(p, t) for p, t in entries if p != path]
+  entries.append((path, now))
+  # Paths relative to the directory, as CheckpointManager writes them, so that both spell a
+  # checkpoint the same way when they compare entries.
+  proto = tf.compat.v1.train.generate_checkpoint_state_proto(
+      directory, os.path.relpath(path, directory),
+      all_model_checkpoint_paths=[os.path.relpath(p, directory) for p, _ in entries],
+      all_model_checkpoint_timestamps=[t for _, t in entries],
+      last_preserved_timestamp=preserved)
+  # Replaced in one rename, as TensorFlow does, for a reader (eval) polling the file.
+  state_path = os.path.join(directory, "checkpoint")
+  tmp_path = f"{state_path}.tmp-{os.getpid()}"
+  with tf.io.gfile.GFile(tmp_path, "w") as f:
+    f.write(text_format.MessageToString(proto))
+  tf.io.gfile.rename(tmp_path, state_path, overwrite=True)

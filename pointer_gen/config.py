@@ -8,13 +8,13 @@ from absl import flags
 from pointer_gen.errors import DataError
 from pointer_gen.text import TOKENIZERS
 
-MODES = ("train", "eval", "decode")
+MODES = ("train", "eval", "decode", "export")
 
 
 def define_flags():
   """Defines every flag on absl's global FLAGS; call once, from the entry point."""
   f = flags
-  f.DEFINE_enum("mode", "train", list(MODES), "train, eval or decode.")
+  f.DEFINE_enum("mode", "train", list(MODES), "train, eval, decode or export.")
   f.DEFINE_string("data_path", "", "Glob of data files (.bin chunks or .jsonl). Empty: the "
                   "built-in demo corpus (its train split in train mode, val otherwise).")
   f.DEFINE_string("vocab_path", "", "Vocab file ('word count' lines). Empty with no "
@@ -56,6 +56,19 @@ def define_flags():
   f.DEFINE_integer("checkpoint_secs", 60, "Seconds of wall time between checkpoints.")
   f.DEFINE_string("ckpt_path", "", "Checkpoint prefix for eval/decode (default: the newest "
                   "in the run's train dir).")
+  f.DEFINE_string("export_dir", "", "Export: TF Serving base path; the SavedModel is written "
+                  "to <export_dir>/<version>.")
+  f.DEFINE_enum("export_source", "train", ["train", "best"], "Export: the newest checkpoint "
+                "in the run's train dir, or eval's best model (unless --ckpt_path).")
+  f.DEFINE_integer("export_version", None, "Export: version directory name (default: the "
+                   "checkpoint's global step).")
+  f.DEFINE_integer("eval_batches_per_checkpoint", 1, "Eval beside training: validation batches "
+                   "scored per new train checkpoint (the original scores one).")
+  f.DEFINE_integer("eval_max_checkpoints", 0, "Eval beside training: stop after scoring this "
+                   "many checkpoints; 0 = until stopped (it also stops after scoring the "
+                   "checkpoint of step --num_train_steps, when that is set).")
+  f.DEFINE_float("eval_poll_secs", 5.0, "Eval beside training: seconds between looks for a new "
+                 "train checkpoint.")
   f.DEFINE_integer("max_decode_examples", 0, "Decode at most this many examples; 0 = all "
                    "(single_pass) or until stopped.")
   f.DEFINE_enum("rouge_tokenizer", "default", ["default", "whitespace"],
@@ -66,6 +79,15 @@ def define_flags():
   f.DEFINE_float("length_penalty_alpha", None, "Beam search extra, off by default (the "
                  "original ranks by average log-probability): rank by log-prob / "
                  "((5 + length) / 6) ** alpha (GNMT).")
+  f.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
+                "tf.distribute strategy for training: one device, all local GPUs "
+                "(MirroredStrategy), several machines (MultiWorkerMirroredStrategy, reads "
+                "TF_CONFIG) or a TPU. --batch_size is per replica.")
+  f.DEFINE_string("tpu", "", "TPU address for --strategy=tpu.")
+  f.DEFINE_boolean("skip_nonfinite_batches", False, "Skip (count and log) a batch whose loss "
+                   "or gradient is NaN/Inf instead of stopping training.")
+  f.DEFINE_integer("inject_nonfinite_at_step", 0, "Testing only: make the loss NaN at this "
+                   "global step.")
   f.DEFINE_integer("seed", None, "Random seed for initialisation and data order (default: "
                    "random).")
 
@@ -104,10 +126,20 @@ class HParams:
   num_train_steps: int = 0
   checkpoint_secs: int = 60
   ckpt_path: str = ""
+  export_dir: str = ""
+  export_source: str = "train"
+  export_version: int | None = None
+  eval_batches_per_checkpoint: int = 1
+  eval_max_checkpoints: int = 0
+  eval_poll_secs: float = 5.0
   max_decode_examples: int = 0
   rouge_tokenizer: str = "default"
   block_ngram_repeat: int = 0
   length_penalty_alpha: float | None = None
+  strategy: str = "default"
+  tpu: str = ""
+  skip_nonfinite_batches: bool = False
+  inject_nonfinite_at_step: int = 0
   seed: int | None = None
 
   @classmethod
@@ -122,7 +154,7 @@ class HParams:
   def validated(self):
     """Raises DataError naming the flag for values the model cannot run with."""
     positive = ("hidden_dim", "emb_dim", "batch_size", "max_enc_steps", "max_dec_steps",
-                "beam_size", "checkpoint_secs")
+                "beam_size", "checkpoint_secs", "eval_batches_per_checkpoint", "eval_poll_secs")
     for name in positive:
       if getattr(self, name) <= 0:
         raise DataError(f"--{name}={getattr(self, name)}: must be positive")
@@ -132,13 +164,16 @@ class HParams:
     for name in ("lr", "adagrad_init_acc", "max_grad_norm"):
       if getattr(self, name) <= 0:
         raise DataError(f"--{name}={getattr(self, name)}: must be positive")
-    if self.min_dec_steps < 0 or self.min_dec_steps > self.max_dec_steps:
+    # Only beam search reads min_dec_steps; training with short summaries must not trip on it.
+    if self.mode not in ("train", "eval") and not 0 <= self.min_dec_steps <= self.max_dec_steps:
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
                       f"--max_dec_steps={self.max_dec_steps}")
     if self.block_ngram_repeat < 0:
       raise DataError(f"--block_ngram_repeat={self.block_ngram_repeat}: must be >= 0")
     if self.num_train_steps < 0:
       raise DataError(f"--num_train_steps={self.num_train_steps}: must be >= 0")
+    if self.eval_max_checkpoints < 0:
+      raise DataError(f"--eval_max_checkpoints={self.eval_max_checkpoints}: must be >= 0")
     return self
 
   @property

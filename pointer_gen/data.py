@@ -1,8 +1,8 @@
 """The input pipeline: records -> per-example id tensors -> padded, length-bucketed batches.
 
 Records are read and validated in Python (`records`, so bad input is reported with its file
-and record index); everything from tokenisation on is TensorFlow ops (`example_features`),
-shared with the serving graph so that both see exactly the same ids.
+and record index); everything from tokenisation on is TensorFlow ops (`example_features`), whose
+article half (`article_features`) the serving graph shares so that both see exactly the same ids.
 """
 
 import itertools
@@ -24,9 +24,10 @@ _BUCKET_WIDTH = 25
 _ID_FEATURES = ("enc_input", "enc_input_ext", "dec_input", "target")
 
 
-def example_features(article, abstract, table, vocab_size, max_enc_steps, max_dec_steps,
-                     pointer_gen=True, tokenizer="whitespace", lowercase=False):
-  """Turns one article and its abstract (scalar strings) into the model's id tensors.
+def article_features(article, table, vocab_size, max_enc_steps, pointer_gen=True,
+                     tokenizer="whitespace", lowercase=False):
+  """The article half of `example_features`, also the serving graph's: one scalar string ->
+  its tokens (truncated to max_enc_steps), ids, extended ids and OOV list.
 
   `vocab_size` is the number of entries actually in the vocab: article OOVs get the temporary
   ids vocab_size + k, k in order of first occurrence (reference §1.3).
@@ -41,6 +42,20 @@ def example_features(article, abstract, table, vocab_size, max_enc_steps, max_de
                                                 vocab_size + oov_index)  # [L]
   else:
     enc_input_ext = enc_input
+  return {
+      "article_tokens": article_tokens,
+      "enc_input": enc_input,
+      "enc_input_ext": enc_input_ext,
+      "article_oovs": article_oovs,
+  }
+
+
+def example_features(article, abstract, table, vocab_size, max_enc_steps, max_dec_steps,
+                     pointer_gen=True, tokenizer="whitespace", lowercase=False):
+  """Turns one article and its abstract (scalar strings) into the model's id tensors."""
+  features = article_features(article, table, vocab_size, max_enc_steps, pointer_gen, tokenizer,
+                              lowercase)
+  enc_input, article_oovs = features["enc_input"], features["article_oovs"]
 
   abstract_tokens = text.tokenize(abstract, tokenizer, lowercase)  # [A]
   abstract_ids = table.lookup(abstract_tokens)  # [A]
@@ -55,7 +70,7 @@ def example_features(article, abstract, table, vocab_size, max_enc_steps, max_de
       "article": article,
       "abstract": abstract,
       "enc_input": enc_input,
-      "enc_input_ext": enc_input_ext,
+      "enc_input_ext": features["enc_input_ext"],
       "enc_len": tf.size(enc_input, out_type=tf.int32),
       "article_oovs": article_oovs,
       "num_oovs": tf.size(article_oovs, out_type=tf.int32),

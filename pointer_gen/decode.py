@@ -128,10 +128,13 @@ class SinglePassDecoder:
           if done >= total:
             break
           summary = Summary(self.vocab, result, batch, n)
-          self._write_example(done, summary)
+          # The log line goes before the decoded file, whose presence marks the example done:
+          # a kill between the two then leaves a surplus line (dropped on resume), never a
+          # decoded example without its line (which the resume refuses).
           log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
                                 "steps": summary.num_steps}) + "\n")
           log.flush()
+          self._write_example(done, summary)
           per_example.append(float(np.mean(summary.p_gens)))
           done += 1
         _progress(done, total, start, first_done)
@@ -255,7 +258,7 @@ class ContinuousDecoder:
       try:
         checkpoints.restore_weights(self.model, newest)
         self.ckpt_path = newest
-      except (tf.errors.NotFoundError, tf.errors.DataLossError) as e:
+      except tf.errors.OpError as e:
         logging.warning("Could not load %s (%s); keeping %s", newest, e, self.ckpt_path)
 
   def _write_attention(self, index, batch, summary):

@@ -3,3 +3,8 @@
 
 class DataError(ValueError):
   """A data, vocab or flag value that cannot be used, with the place it came from."""
+
+
+class OutputError(OSError):
+  """An output file or directory that cannot be written (disk full, not writable), with its
+  path."""

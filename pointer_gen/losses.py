@@ -9,22 +9,33 @@ from pointer_gen import layers
 PROB_FLOOR = 1e-10
 
 
+def _generated_probs(outputs, target, vocab_size):
+  """P_vocab(target_t) where the target is in the fixed vocabulary, else 0: [B, T]."""
+  in_vocab = target < vocab_size  # [B, T]
+  vocab_ids = tf.where(in_vocab, target, tf.zeros_like(target))  # [B, T]
+  if "vocab_logits" in outputs:
+    probs = tf.nn.softmax(outputs["vocab_logits"])  # [B, T, V]
+    generated = tf.gather(probs, vocab_ids, batch_dims=2)  # [B, T]
+  else:
+    positions = outputs["real_positions"]  # [R, 2]
+    probs = tf.nn.softmax(outputs["real_vocab_logits"])  # [R, V]
+    real = tf.gather(probs, tf.gather_nd(vocab_ids, positions), batch_dims=1)  # [R]
+    generated = tf.scatter_nd(positions, real, tf.shape(target))  # [B, T], 0 on padding
+  return generated * tf.cast(in_vocab, generated.dtype)
+
+
 def gold_probs(outputs, target, enc_input_ext, vocab_size):
   """P(target_t) without materialising the [B, T, V + N] distribution: the vocabulary part
   p_gen * P_vocab[w] (w < V) plus the copy part (1 - p_gen) * sum of attention on w.
 
   Returns [B, T].
   """
-  probs = tf.nn.softmax(outputs["vocab_logits"])  # [B, T, V]
-  in_vocab = target < vocab_size  # [B, T]
-  vocab_ids = tf.where(in_vocab, target, tf.zeros_like(target))  # [B, T]
-  generated = tf.gather(probs, vocab_ids, batch_dims=2)  # [B, T]
-  generated *= tf.cast(in_vocab, probs.dtype)
+  generated = _generated_probs(outputs, target, vocab_size)  # [B, T]
   if "p_gen" not in outputs:
     return generated
   p_gen = outputs["p_gen"]  # [B, T]
   on_target = tf.equal(enc_input_ext[:, None, :], target[:, :, None])  # [B, T, L]
-  copied = tf.reduce_sum(outputs["attn"] * tf.cast(on_target, probs.dtype), axis=2)  # [B, T]
+  copied = tf.reduce_sum(outputs["attn"] * tf.cast(on_target, generated.dtype), axis=2)  # [B, T]
   return p_gen * generated + (1.0 - p_gen) * copied
 
 
@@ -84,20 +95,25 @@ def compute_losses(outputs, batch, vocab_size, coverage):
   return result
 
 
-def batch_losses(per_example, pointer_gen, coverage, cov_loss_wt, global_batch_size=None):
-  """Scalar losses of a batch. `global_batch_size` (distributed training) divides the sums of
-  this replica's examples so that the replicas' losses add up to the global-batch mean."""
-  if global_batch_size is None:
-    examples = tf.cast(tf.shape(per_example["nll"])[0], per_example["nll"].dtype)
-  else:
-    examples = tf.cast(global_batch_size, per_example["nll"].dtype)
+def batch_losses(per_example, pointer_gen, coverage, cov_loss_wt, num_examples=None,
+                 num_tokens=None):
+  """Scalar losses of a batch from the per-example values of `compute_losses`.
+
+  `num_examples` / `num_tokens` default to this batch's; distributed training passes the
+  GLOBAL batch's counts, so that the replicas' losses (and gradients) sum to the global mean.
+  """
+  dtype = per_example["nll"].dtype
+  if num_examples is None:
+    num_examples = tf.shape(per_example["nll"])[0]
+  if num_tokens is None:
+    num_tokens = tf.reduce_sum(per_example["tokens"])
+  num_examples = tf.cast(num_examples, dtype)
   if pointer_gen:
-    nll = tf.reduce_sum(per_example["nll"]) / examples
+    nll = tf.reduce_sum(per_example["nll"]) / num_examples
   else:
-    nll = tf.reduce_sum(per_example["nll_tokens"]) / tf.maximum(
-        tf.reduce_sum(per_example["tokens"]), 1.0)
+    nll = tf.reduce_sum(per_example["nll_tokens"]) / tf.maximum(tf.cast(num_tokens, dtype), 1.0)
   result = {"loss": nll, "total_loss": nll}
   if coverage:
-    result["coverage_loss"] = tf.reduce_sum(per_example["coverage_loss"]) / examples
+    result["coverage_loss"] = tf.reduce_sum(per_example["coverage_loss"]) / num_examples
     result["total_loss"] = nll + cov_loss_wt * result["coverage_loss"]
   return result

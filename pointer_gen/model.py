@@ -59,10 +59,13 @@ class PointerGenerator(keras.Model):
     mask = tf.cast(mask, states.dtype)  # [B, L]
     return states, features, mask, (c, h, context, coverage)
 
-  def call(self, batch):
+  def call(self, batch, real_steps_only=False):
     """Teacher forcing over `dec_input`; the vocabulary projection runs once, after the loop.
 
-    Returns vocab_logits [B, T, V], attn [B, T, L], p_gen [B, T] (pointer mode).
+    Returns vocab_logits [B, T, V], attn [B, T, L], p_gen [B, T] (pointer mode). With
+    real_steps_only, the projection (the costliest part of training) skips the padding steps:
+    real_positions [R, 2] (batch, step) of the R real steps and real_vocab_logits [R, V]
+    replace vocab_logits.
     """
     states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"])
     embedded = self.embedding(batch["dec_input"])  # [B, T, E]
@@ -87,10 +90,14 @@ class PointerGenerator(keras.Model):
         lambda t, *_: t < steps, body, [tf.constant(0), state] + arrays)
     outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])  # [B, T, H]
     contexts = tf.transpose(contexts_ta.stack(), [1, 0, 2])  # [B, T, 2H]
-    result = {
-        "vocab_logits": self.cell.vocab_logits(outputs, contexts),  # [B, T, V]
-        "attn": tf.transpose(attn_ta.stack(), [1, 0, 2]),  # [B, T, L]
-    }
+    result = {"attn": tf.transpose(attn_ta.stack(), [1, 0, 2])}  # [B, T, L]
+    if real_steps_only:
+      positions = tf.where(tf.sequence_mask(batch["dec_len"], steps))  # [R, 2]
+      result["real_positions"] = tf.cast(positions, tf.int32)
+      result["real_vocab_logits"] = self.cell.vocab_logits(
+          tf.gather_nd(outputs, positions), tf.gather_nd(contexts, positions))  # [R, V]
+    else:
+      result["vocab_logits"] = self.cell.vocab_logits(outputs, contexts)  # [B, T, V]
     if self.pointer_gen:
       result["p_gen"] = tf.transpose(p_gen_ta.stack())  # [B, T]
     return result

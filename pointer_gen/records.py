@@ -209,7 +209,9 @@ def _json_object(raw, index):
     raise _Skip("invalid UTF-8", f"line {index + 1}, byte {e.start}: {e.reason}") from e
   try:
     obj = json.loads(line)
-  except json.JSONDecodeError as e:
+  # Besides JSONDecodeError (a ValueError), json.loads raises a plain ValueError for integers
+  # over Python's digit limit and RecursionError for deeply nested arrays or objects.
+  except (ValueError, RecursionError) as e:
     raise _Skip("invalid JSON", f"line {index + 1}: {e}") from e
   if not isinstance(obj, dict):
     raise _Skip("not a JSON object", f"line {index + 1}: got {type(obj).__name__}")
@@ -244,7 +246,18 @@ def _parse_json_line(raw, index):
                 f"line {index + 1}: expected a string, got {type(article).__name__}")
   sentences = _json_abstract(obj, index)
   _check_article(article)
+  for text in [article, *sentences]:
+    _check_encodable(text, index)
   return article, sentences
+
+
+def _check_encodable(text, index):
+  # JSON escapes can spell lone surrogates (\ud800), which no UTF-8 string tensor can hold.
+  try:
+    text.encode("utf-8")
+  except UnicodeEncodeError as e:
+    raise _Skip("invalid UTF-8", f"line {index + 1}: lone surrogate escape "
+                f"\\u{ord(e.object[e.start]):04x}") from e
 
 
 def read_jsonl(path, skips: SkipCounter) -> Iterator[Record]:

@@ -1,4 +1,4 @@
-"""Entry point: `python -m pointer_gen.run --mode=train|eval|decode [flags]`."""
+"""Entry point: `python -m pointer_gen.run --mode=train|eval|decode|export [flags]`."""
 
 import os
 import sys
@@ -9,13 +9,17 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from pointer_gen import checkpoint_utils
 from pointer_gen import config
-from pointer_gen import data
 from pointer_gen import decode
 from pointer_gen import demo_data
+from pointer_gen import distribute
+from pointer_gen import evaluate
+from pointer_gen import export
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.errors import OutputError
 
 FLAGS = flags.FLAGS
 config.define_flags()
@@ -30,6 +34,8 @@ def resolve_data(hps):
     if not hps.vocab_path:
       raise DataError("--vocab_path is required with --data_path")
     return hps
+  if hps.vocab_path and hps.mode == "export":
+    return hps  # export reads only the vocab, no data
   if hps.vocab_path:
     raise DataError("--vocab_path was given without --data_path; give both, or neither to "
                     "use the demo corpus")
@@ -41,13 +47,35 @@ def resolve_data(hps):
 
 
 def run_train(hps, vocab):
-  trainer = train.Trainer(hps, vocab)
-  source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed)
-  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab), hps)
-  history = trainer.train(dataset, source)
+  trainer = train.Trainer(hps, vocab, distribute.make_strategy(hps.strategy, hps.tpu))
+  history = trainer.train()
   if history:
     print(_curve_summary(history))
   print(f"Checkpoints and TensorBoard logs: {os.path.abspath(hps.train_dir)}")
+
+
+def run_checkpoint_utility(hps, vocab):
+  """--convert_to_coverage_model / --restore_best_model: write one checkpoint and exit."""
+  if hps.convert_to_coverage_model and hps.restore_best_model:
+    raise DataError("--convert_to_coverage_model and --restore_best_model: give one at a time")
+  if hps.convert_to_coverage_model:
+    path = checkpoint_utils.convert_to_coverage_model(hps, len(vocab))
+    print(f"Wrote the coverage model {path} (fresh w_c and optimizer); train on with --coverage")
+  else:
+    path = checkpoint_utils.restore_best_model(hps, len(vocab))
+    print(f"Wrote the best model as {path} (fresh optimizer); training resumes from it")
+
+
+def run_eval(hps, vocab):
+  if hps.single_pass:
+    path, result = evaluate.run_single_pass(hps, vocab)
+    print(f"{result['checkpoint']}: loss {result['loss']:.4f} over {result['num_examples']} "
+          f"examples ({result['num_target_tokens']} target tokens); metrics in {path}")
+    return
+  evaluator = evaluate.ConcurrentEvaluator(hps, vocab)
+  scored = evaluator.run()
+  best = evaluator.best_manager.latest_checkpoint
+  print(f"Scored {scored} checkpoints; best model: {best or 'none saved'}")
 
 
 def _curve_summary(history):
@@ -74,13 +102,21 @@ def main(argv):
     hps = resolve_data(config.HParams.from_flags(FLAGS))
     train.configure_tensorflow(hps.debug)
     vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-    if hps.mode == "train":
+    utility = hps.convert_to_coverage_model or hps.restore_best_model
+    if utility and hps.mode != "train":
+      raise DataError("--convert_to_coverage_model and --restore_best_model work with "
+                      f"--mode=train, not --mode={hps.mode}")
+    if utility:
+      run_checkpoint_utility(hps, vocab)
+    elif hps.mode == "train":
       run_train(hps, vocab)
-    elif hps.mode == "decode":
-      decode.run(hps, vocab)
+    elif hps.mode == "eval":
+      run_eval(hps, vocab)
+    elif hps.mode == "export":
+      export.run(hps, vocab)
     else:
-      raise DataError(f"--mode={hps.mode} is not available yet")
-  except (DataError, train.NonFiniteError) as e:
+      decode.run(hps, vocab)
+  except (DataError, OutputError, train.NonFiniteError) as e:
     logging.error("%s", e)
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)

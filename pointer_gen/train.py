@@ -1,5 +1,6 @@
 """`--mode=train`: the training loop, checkpoints, summaries and the non-finite guard."""
 
+import contextlib
 import os
 import signal
 import time
@@ -10,9 +11,11 @@ import tensorflow as tf
 
 from pointer_gen import checkpoints
 from pointer_gen import data
+from pointer_gen import distribute
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import summaries
+from pointer_gen.errors import OutputError
 
 
 class NonFiniteError(RuntimeError):
@@ -35,32 +38,65 @@ def make_optimizer(hps):
                                   initial_accumulator_value=hps.adagrad_init_acc, epsilon=0.0)
 
 
-def make_train_step(model, optimizer, step, hps, vocab_size):
-  """A compiled step: forward, loss, ONE global-norm clip, and an update only if finite."""
+def _all_reduce_sum(value):
+  """Sum over the replicas of the current step (identity with one device)."""
+  return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_compile=False):
+  """A compiled step over a distributed iterator: forward, loss normalised over the GLOBAL
+  batch, gradients summed over replicas, ONE global-norm clip, and an update only if the loss
+  and the gradients are finite (else a zero gradient, which leaves Adagrad's weights and
+  accumulators exactly as they were, on every replica alike)."""
+  strategy = strategy or tf.distribute.get_strategy()
   variables = model.trainable_variables
+  replicas = strategy.num_replicas_in_sync
+  if hps.inject_nonfinite_at_step:
+    # The test hook fires once: the step does not advance on a skipped batch, so a hook keyed on
+    # the step alone would poison every later batch too and --skip_nonfinite_batches would spin.
+    with strategy.scope():
+      injected = tf.Variable(False, trainable=False,
+                             aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
-  @tf.function(input_signature=[data.batch_spec()])
-  def train_step(batch):
+  def replica_step(batch):
+    num_examples = _all_reduce_sum(tf.shape(batch["dec_len"])[0])
     with tf.GradientTape() as tape:
-      outputs = model(batch)
+      outputs = model(batch, real_steps_only=True)
       per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)
-      scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt)
-    gradients = tape.gradient(scalars["total_loss"], variables)
+      num_tokens = _all_reduce_sum(tf.reduce_sum(per_example["tokens"]))
+      scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt,
+                                    num_examples, num_tokens)
+      total = scalars["total_loss"]
+      if hps.inject_nonfinite_at_step:
+        # Test hook: poisons the loss (hence every gradient) at one chosen step.
+        poison = tf.equal(step + 1, hps.inject_nonfinite_at_step) & tf.logical_not(injected)
+        injected.assign(injected | poison)
+        total *= tf.where(poison, float("nan"), 1.0)
+    gradients = [tf.convert_to_tensor(g) for g in tape.gradient(total, variables)]
+    gradients = _all_reduce_sum(gradients)
     clipped, global_norm = tf.clip_by_global_norm(gradients, hps.max_grad_norm)
-    finite = tf.math.is_finite(scalars["total_loss"]) & tf.math.is_finite(global_norm)
-
-    def apply():
-      optimizer.apply_gradients(zip(clipped, variables))
-      step.assign_add(1)
-      return tf.constant(True)
-
-    tf.cond(finite, apply, lambda: tf.constant(False))
-    scalars["global_norm"] = global_norm
-    scalars["finite"] = finite
+    total_loss = _all_reduce_sum(total)
+    finite = tf.math.is_finite(total_loss) & tf.math.is_finite(global_norm)
+    # Keras sums gradients over replicas again inside apply_gradients: hand it 1/replicas of
+    # the already summed, clipped gradient.
+    updates = [tf.where(finite, g / replicas, tf.zeros_like(g)) for g in clipped]
+    optimizer.apply_gradients(zip(updates, variables))
+    step.assign_add(tf.cast(finite, step.dtype))
+    report = {name: _all_reduce_sum(value) for name, value in scalars.items()}
+    report["total_loss"] = total_loss
+    report["global_norm"] = global_norm
+    report["finite"] = finite
     if hps.pointer_gen:
       mask = tf.sequence_mask(batch["dec_len"], tf.shape(outputs["p_gen"])[1], tf.float32)
-      scalars["p_gen_mean"] = tf.reduce_sum(outputs["p_gen"] * mask) / tf.reduce_sum(mask)
-    return scalars
+      report["p_gen_mean"] = (_all_reduce_sum(tf.reduce_sum(outputs["p_gen"] * mask))
+                              / _all_reduce_sum(tf.reduce_sum(mask)))
+    return report
+
+  @tf.function(jit_compile=jit_compile or None)
+  def train_step(iterator):
+    report = strategy.run(replica_step, args=(next(iterator),))
+    # Every replica holds the same all-reduced values: take the first one's.
+    return {k: strategy.experimental_local_results(v)[0] for k, v in report.items()}
 
   return train_step
 
@@ -69,32 +105,51 @@ class _StopRequested(Exception):
   pass
 
 
+@contextlib.contextmanager
+def _writing(directory, what):
+  """Turns a write that failed deep inside TF (disk full, not writable) into an OutputError."""
+  try:
+    yield
+  except (tf.errors.OpError, OSError) as e:
+    raise OutputError(f"{directory}: could not write {what} "
+                      f"({str(e).strip().splitlines()[0]})") from e
+
+
 def _raise_stop(signum, frame):
   del frame
   raise _StopRequested(signal.Signals(signum).name)
 
 
 class Trainer:
-  """Owns the model, optimizer, checkpoints and summary writer of one run's train dir."""
+  """Owns the model, optimizer, checkpoints and summary writer of one run's train dir.
 
-  def __init__(self, hps, vocab):
+  Under a multi-worker strategy only the chief writes to the train dir; the other workers
+  save into private temporary directories (saving is collective) and all of them resume from
+  the chief's newest checkpoint.
+  """
+
+  def __init__(self, hps, vocab, strategy=None):
     self.hps = hps
     self.vocab = vocab
+    self.strategy = strategy or tf.distribute.get_strategy()
     if hps.seed is not None:
       keras.utils.set_random_seed(hps.seed)
-    self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
-    self.optimizer = make_optimizer(hps)
-    self.optimizer.build(self.model.trainable_variables)
-    self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer)
+    with self.strategy.scope():
+      self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+      self.optimizer = make_optimizer(hps)
+      self.optimizer.build(self.model.trainable_variables)
+      self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer)
     self.step = self.checkpoint.step
-    os.makedirs(hps.train_dir, exist_ok=True)
-    self.manager = tf.train.CheckpointManager(self.checkpoint, hps.train_dir,
+    self.out_dir = distribute.WorkerDir(hps.train_dir, distribute.is_chief(self.strategy))
+    self.manager = tf.train.CheckpointManager(self.checkpoint, self.out_dir.path,
                                               max_to_keep=checkpoints.MAX_TO_KEEP,
                                               checkpoint_name=checkpoints.CHECKPOINT_NAME)
+    self.sources = []
+    self.skipped_nonfinite = 0
 
   def restore(self):
-    """Resumes from the newest checkpoint in the train dir, if any; returns its path."""
-    path = self.manager.latest_checkpoint
+    """Resumes from the newest checkpoint in the (chief's) train dir, if any; returns its path."""
+    path = checkpoints.newest(self.hps.train_dir)
     if path:
       self.checkpoint.restore(path).assert_existing_objects_matched()
       logging.info("Restored %s (step %d).", path, int(self.step.numpy()))
@@ -103,25 +158,52 @@ class Trainer:
     return path
 
   def save(self):
-    path = self.manager.save(checkpoint_number=int(self.step.numpy()))
-    logging.info("Saved checkpoint %s", path)
+    step = int(self.step.numpy())
+    # The state file is written only after a complete save: it still names the previous one.
+    previous = checkpoints.newest(self.out_dir.path) or "none"
+    with _writing(self.out_dir.path, f"the checkpoint of step {step}; the newest complete "
+                  f"checkpoint is still {previous}"):
+      path = self.manager.save(checkpoint_number=step)
+    if self.out_dir.chief:
+      logging.info("Saved checkpoint %s", path)
     return path
 
   def num_parameters(self):
     return sum(int(tf.size(v)) for v in self.model.trainable_variables)
 
-  def train(self, dataset, source=None):
+  def dataset(self):
+    """The training batches of --data_path, one input pipeline per worker, sharded by file;
+    each replica gets --batch_size examples."""
+    hps = self.hps
+
+    def per_worker(context):
+      source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed,
+                                 num_shards=context.num_input_pipelines,
+                                 shard_index=context.input_pipeline_id)
+      self.sources.append(source)
+      batches = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab), hps)
+      # Strings are not needed to train, and cannot be placed on accelerators.
+      return batches.map(lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string})
+
+    return self.strategy.distribute_datasets_from_function(per_worker)
+
+  def train(self, dataset=None):
     """Runs until --num_train_steps, Ctrl-C or SIGTERM; saves every checkpoint_secs and at exit.
 
     Returns one dict of scalars per step run (step, loss, ...), for callers that report a curve.
     """
     hps = self.hps
     self.restore()
+    replicas = self.strategy.num_replicas_in_sync
     logging.info("Trainable parameters: %d", self.num_parameters())
-    logging.info("Batch size %d; writing checkpoints and TensorBoard summaries to %s",
-                 hps.batch_size, hps.train_dir)
-    train_step = make_train_step(self.model, self.optimizer, self.step, hps, len(self.vocab))
-    writer = tf.summary.create_file_writer(hps.train_dir)
+    logging.info("Batch size %d per replica x %d replicas = global batch %d; checkpoints and "
+                 "TensorBoard summaries in %s", hps.batch_size, replicas,
+                 hps.batch_size * replicas, hps.train_dir)
+    dataset = dataset if dataset is not None else self.dataset()
+    train_step = make_train_step(self.model, self.optimizer, self.step, hps, len(self.vocab),
+                                 self.strategy)
+    writer = (tf.summary.create_file_writer(hps.train_dir) if self.out_dir.chief
+              else tf.summary.create_noop_writer())
     history = []
     previous_handler = signal.signal(signal.SIGTERM, _raise_stop)
     last_save = time.time()
@@ -129,19 +211,17 @@ class Trainer:
       iterator = iter(dataset)
       while not hps.num_train_steps or int(self.step.numpy()) < hps.num_train_steps:
         start = time.time()
-        batch = next(iterator, None)
-        if batch is None:
-          if source is not None:
+        try:
+          scalars = {k: v.numpy() for k, v in train_step(iterator).items()}
+        except tf.errors.OutOfRangeError:
+          for source in self.sources:
             source.raise_if_failed()
           logging.info("The training data ended.")
           break
-        scalars = {k: v.numpy() for k, v in train_step(batch).items()}
         step = int(self.step.numpy())
         if not scalars["finite"]:
-          raise NonFiniteError(
-              f"Non-finite loss or gradient at step {step + 1} (loss {scalars['loss']}, global "
-              f"norm {scalars['global_norm']}): the update was NOT applied; the newest "
-              f"checkpoint in {hps.train_dir} is the last good one.")
+          self._non_finite(step + 1, scalars)
+          continue
         seconds = time.time() - start
         history.append({"step": step, **{k: float(v) for k, v in scalars.items()
                                          if k != "finite"}})
@@ -153,15 +233,27 @@ class Trainer:
       logging.info("Stopping on %s.", type(e).__name__ if isinstance(e, KeyboardInterrupt) else e)
     finally:
       signal.signal(signal.SIGTERM, previous_handler)
-      writer.flush()
+      with _writing(hps.train_dir, "TensorBoard summaries"):
+        writer.flush()
     self.save()
+    self.out_dir.cleanup()
     return history
+
+  def _non_finite(self, step, scalars):
+    message = (f"Non-finite loss or gradient at step {step} (loss {scalars['total_loss']}, "
+               f"global norm {scalars['global_norm']}): the update was NOT applied")
+    if not self.hps.skip_nonfinite_batches:
+      raise NonFiniteError(f"{message}; the newest checkpoint in {self.hps.train_dir} is the "
+                           "last good one. --skip_nonfinite_batches skips such batches instead.")
+    self.skipped_nonfinite += 1
+    logging.warning("%s; batch skipped (%d so far, --skip_nonfinite_batches).", message,
+                    self.skipped_nonfinite)
 
   def _log_step(self, writer, step, scalars, seconds):
     coverage = f", coverage loss {scalars['coverage_loss']:.4f}" if "coverage_loss" in scalars else ""
     logging.info("step %d: loss %.4f%s, global norm %.3f, %.3f s/step", step, scalars["loss"],
                  coverage, scalars["global_norm"], seconds)
-    with writer.as_default():
+    with _writing(self.hps.train_dir, "TensorBoard summaries"), writer.as_default():
       for name in ("loss", "coverage_loss", "total_loss", "global_norm", "p_gen_mean"):
         if name in scalars:
           summaries.scalar(name, scalars[name], step)

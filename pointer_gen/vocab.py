@@ -44,7 +44,9 @@ class Vocab:
           line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
           raise DataError(f"{path}:{line_no}: vocab line is not valid UTF-8 ({e.reason})") from e
-        fields = line.split()
+        # ASCII whitespace only, as the tokenizer (tf.strings.split) and the original (bytes):
+        # str.split would also cut at U+00A0 etc. and turn the token 'x\u00a0' into 'x'.
+        fields = [field.decode("utf-8") for field in raw.split()]
         if len(fields) != 2:
           logging.warning("%s:%d: skipping vocab line that is not 'word count': %r",
                           path, line_no, line.rstrip("\n"))

@@ -1,5 +1,4 @@
 import html.parser
-import importlib.util
 import json
 import pathlib
 import re
@@ -8,14 +7,12 @@ import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+from conftest import REPO, load_tool
+
 SCRIPT = REPO / "tools" / "attention_html.py"
 CHROMIUM = "/usr/bin/chromium"
 
-# tools/ is not a package; load the script as a module once (it defines absl flags on import).
-_spec = importlib.util.spec_from_file_location("attention_html", SCRIPT)
-attention_html = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(attention_html)
+attention_html = load_tool("attention_html")
 
 
 def _example(p_gens=True):

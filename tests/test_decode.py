@@ -1,7 +1,6 @@
 """Decode mode end to end on a tiny trained model: files, metrics, resume, refusal, attention JSON."""
 
 import glob
-import importlib.util
 import json
 import os
 import re
@@ -19,7 +18,7 @@ from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from conftest import REPO
+from conftest import load_tool
 
 NUM_EXAMPLES = 12
 
@@ -103,10 +102,7 @@ def test_continuous_decode_writes_valid_attention_json(trained, tmp_path):
   hps = hps.replace(single_pass=False, max_decode_examples=2, log_root=str(tmp_path), seed=1)
   shutil.copytree(os.path.join(trained[0].run_dir, "train"), os.path.join(hps.run_dir, "train"))
   decode.run(hps, vocab)
-  spec = importlib.util.spec_from_file_location("attention_html",
-                                                REPO / "tools" / "attention_html.py")
-  attention_html = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(attention_html)
+  attention_html = load_tool("attention_html")
   for name in ("attn_vis/000000.json", "attn_vis/000001.json", "attn_vis_data.json"):
     with open(os.path.join(hps.run_dir, "decode", name), encoding="utf-8") as f:
       payload = json.load(f)

@@ -486,3 +486,28 @@ def test_padding_a_lone_example_further_does_not_change_its_loss():
   np.testing.assert_allclose(b["nll"].numpy(), a["nll"].numpy(), rtol=ATOL, atol=ATOL)
   np.testing.assert_allclose(b["coverage_loss"].numpy(), a["coverage_loss"].numpy(), rtol=ATOL,
                              atol=ATOL)
+
+
+# ---------------------------------------------------------------------------------------------
+# Optimisations against the plain formulation
+
+
+@pytest.mark.parametrize("pointer_gen,coverage", MODES, ids=MODE_IDS)
+def test_projecting_only_real_steps_gives_the_plain_loss_and_gradients(pointer_gen, coverage):
+  model = make_model(pointer_gen, coverage, seed=5)
+  batch = make_batch(pointer_gen)
+  assert len(set(batch["dec_len"].numpy())) > 1  # some examples have padding steps
+
+  def loss_and_grads(real_steps_only):
+    with tf.GradientTape() as tape:
+      outputs = model(batch, real_steps_only=real_steps_only)
+      per_example = losses.compute_losses(outputs, batch, V, coverage)
+      loss = losses.batch_losses(per_example, pointer_gen, coverage, 1.0)["total_loss"]
+    return loss, tape.gradient(loss, model.trainable_variables)
+
+  plain_loss, plain_grads = loss_and_grads(False)
+  loss, grads = loss_and_grads(True)
+  np.testing.assert_allclose(loss.numpy(), plain_loss.numpy(), rtol=1e-6)
+  for plain, fast in zip(plain_grads, grads):
+    np.testing.assert_allclose(tf.convert_to_tensor(fast).numpy(),
+                               tf.convert_to_tensor(plain).numpy(), atol=1e-6)

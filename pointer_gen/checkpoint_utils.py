@@ -1,0 +1,90 @@
+"""The original's two train-mode utilities, each writing the train dir's newest checkpoint.
+
+`--convert_to_coverage_model` turns a checkpoint trained without coverage into the coverage
+model; `--restore_best_model` copies eval's best model back into training. Both write what a
+training run resumes from (the model's weights, a fresh Adagrad with its accumulators at
+--adagrad_init_acc, the global step) and register it as the newest checkpoint in the train dir.
+Run them while no trainer runs on the directory: a running trainer rewrites the state file
+from its own list and would drop the new entry.
+"""
+
+import os
+
+from absl import logging
+
+from pointer_gen import checkpoints
+from pointer_gen import model as model_lib
+from pointer_gen import train
+from pointer_gen.errors import DataError
+
+
+def convert_to_coverage_model(hps, vocab_size):
+  """Loads the newest train checkpoint, trained without coverage, into the coverage model
+  (w_c fresh from its initializer); returns the path written, `model.ckpt-<step>_cov_init`."""
+  if not hps.coverage:
+    raise DataError("--convert_to_coverage_model needs --coverage: it makes the coverage model "
+                    "that a --coverage training run then resumes from")
+  source = checkpoints.newest(hps.train_dir)
+  if not source:
+    raise DataError(f"--convert_to_coverage_model: no checkpoint in {hps.train_dir} to convert; "
+                    "train without --coverage first")
+  plain = model_lib.PointerGenerator.from_hparams(hps.replace(coverage=False), vocab_size)
+  step = checkpoints.restore_weights(plain, source)
+  model = model_lib.PointerGenerator.from_hparams(hps, vocab_size)
+  if _restores(model, source):
+    raise DataError(f"--convert_to_coverage_model: {source} already holds a coverage model; "
+                    "train on with --coverage and without --convert_to_coverage_model")
+  _copy_weights(plain, model)
+  name = f"{checkpoints.CHECKPOINT_NAME}-{step}{checkpoints.COVERAGE_INIT_SUFFIX}"
+  return _write_for_training(hps, model, step, name)
+
+
+def restore_best_model(hps, vocab_size):
+  """Copies the newest best model of <run>/eval into the train dir; returns the path written,
+  `model.ckpt-<step>_best`."""
+  source = checkpoints.newest(hps.eval_dir)
+  if not source:
+    raise DataError(f"--restore_best_model: no best model in {hps.eval_dir}; run --mode=eval "
+                    "beside training first")
+  model = model_lib.PointerGenerator.from_hparams(hps, vocab_size)
+  step = checkpoints.restore_weights(model, source)
+  name = f"{checkpoints.CHECKPOINT_NAME}-{step}{checkpoints.BEST_SUFFIX}"
+  return _write_for_training(hps, model, step, name)
+
+
+def _restores(model, path):
+  """Whether every weight of `model` is in the checkpoint `path`."""
+  try:
+    checkpoints.restore_weights(model, path)
+  except DataError:
+    return False
+  return True
+
+
+def _copy_weights(source, target):
+  """Assigns each weight of `target` from the `source` weight of the same path; the others
+  (the coverage weights) keep their initial values."""
+  weights = {v.path: v for v in source.trainable_variables}
+  for variable in target.trainable_variables:
+    if variable.path in weights:
+      variable.assign(weights[variable.path])
+    else:
+      logging.info("%s starts from its initializer.", variable.path)
+
+
+def _write_for_training(hps, model, step, name):
+  """Writes `model` with a fresh optimizer and `step` as the object graph the trainer restores,
+  and makes it the newest checkpoint of the train dir."""
+  optimizer = train.make_optimizer(hps)
+  optimizer.build(model.trainable_variables)
+  checkpoint = checkpoints.make_checkpoint(model, optimizer)
+  checkpoint.step.assign(step)
+  # Trainer.restore asserts that every object of its checkpoint is in the file. save_counter is
+  # one of them (CheckpointManager.save creates it); Checkpoint.write does not create it.
+  checkpoint.save_counter.assign(0)
+  os.makedirs(hps.train_dir, exist_ok=True)
+  path = checkpoint.write(os.path.join(hps.train_dir, name))
+  checkpoints.register_newest(hps.train_dir, path)
+  logging.info("Wrote %s (step %d, fresh optimizer) as the newest checkpoint of %s.", path, step,
+               hps.train_dir)
+  return path

@@ -1,0 +1,239 @@
+"""`--mode=eval`: scores training checkpoints on validation data.
+
+Beside training (the default), as the original's eval job: every new checkpoint in <run>/train
+is loaded as it appears and scored on the next validation batch; the running average of the
+NLL goes to TensorBoard in <run>/eval, and whenever it is the lowest so far the weights are
+saved as <run>/eval/bestmodel-<step> (keep 3, eval's own state file).
+
+With --single_pass: one checkpoint over the whole data set, in order, into
+<run>/eval/metrics-<step>.json.
+"""
+
+import collections
+import json
+import os
+import signal
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from pointer_gen import checkpoints
+from pointer_gen import data
+from pointer_gen import losses
+from pointer_gen import metrics
+from pointer_gen import model as model_lib
+from pointer_gen import summaries
+from pointer_gen.errors import DataError
+
+RUNNING_AVG_DECAY = 0.99
+RUNNING_AVG_CAP = 12.0
+
+METRIC_DEFINITIONS = {
+    "mean_nll_per_example": "each example's NLL averaged over its target tokens, then averaged "
+                            "over the examples: the pointer-generator's training loss",
+    "mean_nll_per_token": "the NLL summed over all target tokens of the data set / their "
+                          "number: the baseline's (--pointer_gen=false) training loss",
+    "mean_coverage_loss": "the coverage loss averaged like mean_nll_per_example",
+    "loss": "the NLL the model trains on: mean_nll_per_example, or mean_nll_per_token for "
+            "the baseline",
+}
+
+
+def running_avg_loss(loss, running_avg, decay=RUNNING_AVG_DECAY):
+  """The original's calc_running_avg_loss: a running average of 0 means "no value yet", so
+  the first loss is taken as it is; the result is capped at 12."""
+  running_avg = loss if running_avg == 0 else running_avg * decay + (1 - decay) * loss
+  return min(running_avg, RUNNING_AVG_CAP)
+
+
+class BestModelSelector:
+  """The running-average validation NLL and whether it is the lowest so far."""
+
+  def __init__(self, decay=RUNNING_AVG_DECAY):
+    self.decay = decay
+    self.running_avg = 0.0
+    self.best = None
+
+  def update(self, loss):
+    """Adds one batch's NLL; True when the running average is now the lowest seen."""
+    self.running_avg = running_avg_loss(loss, self.running_avg, self.decay)
+    if self.best is not None and self.running_avg >= self.best:
+      return False
+    self.best = self.running_avg
+    return True
+
+
+def make_score_fn(model, hps, vocab_size):
+  """The compiled forward pass and losses of one batch: (per-example losses, batch scalars)."""
+
+  @tf.function(input_signature=[data.batch_spec()])
+  def score(batch):
+    outputs = model(batch)
+    per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)  # each [B]
+    scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt)
+    return per_example, scalars
+
+  return score
+
+
+class _StopRequested(Exception):
+  pass
+
+
+def _raise_stop(signum, frame):
+  del frame
+  raise _StopRequested(signal.Signals(signum).name)
+
+
+class ConcurrentEvaluator:
+  """The eval job beside a trainer on the same run directory."""
+
+  def __init__(self, hps, vocab):
+    self.hps = hps
+    self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+    self.score = make_score_fn(self.model, hps, len(vocab))
+    self.selector = BestModelSelector()
+    self.source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed)
+    self.dataset = data.make_dataset(self.source, vocab.lookup_table(), len(vocab), hps)
+    # Model and step only: the best model is for decoding or for restore_best_model, which
+    # gives it a fresh optimizer.
+    best = checkpoints.make_checkpoint(self.model)
+    self.best_step = best.step
+    os.makedirs(hps.eval_dir, exist_ok=True)
+    self.best_manager = tf.train.CheckpointManager(
+        best, hps.eval_dir, max_to_keep=checkpoints.MAX_TO_KEEP,
+        checkpoint_name=checkpoints.BEST_MODEL_NAME)
+    self.num_scored = 0
+
+  def run(self):
+    """Scores each new train checkpoint until Ctrl-C, SIGTERM, --eval_max_checkpoints or the
+    checkpoint of step --num_train_steps; returns the number scored."""
+    hps = self.hps
+    writer = tf.summary.create_file_writer(hps.eval_dir)
+    batches = iter(self.dataset)
+    last_path = None
+    previous_handler = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+      while not hps.eval_max_checkpoints or self.num_scored < hps.eval_max_checkpoints:
+        last_path = self._wait_for_new_checkpoint(last_path)
+        step = self._load(last_path)
+        if step is None:
+          continue
+        self._score_checkpoint(step, batches, writer)
+        self.num_scored += 1
+        if hps.num_train_steps and step >= hps.num_train_steps:
+          logging.info("Scored the checkpoint of step %d (--num_train_steps=%d); stopping.",
+                       step, hps.num_train_steps)
+          break
+    except (KeyboardInterrupt, _StopRequested) as e:
+      logging.info("Stopping on %s.", type(e).__name__ if isinstance(e, KeyboardInterrupt) else e)
+    finally:
+      signal.signal(signal.SIGTERM, previous_handler)
+      writer.flush()
+    return self.num_scored
+
+  def _wait_for_new_checkpoint(self, last_path):
+    """The newest train checkpoint once it differs from `last_path`.
+
+    Only the newest is ever loaded: the trainer may write several between two looks, and
+    scoring older ones would only fall further behind.
+    """
+    logged = False
+    while True:
+      path = checkpoints.newest(self.hps.train_dir)
+      if path and path != last_path:
+        return path
+      if not logged:
+        logging.info("Waiting for a %scheckpoint in %s (looking every %g s).",
+                     "new " if last_path else "", self.hps.train_dir, self.hps.eval_poll_secs)
+        logged = True
+      time.sleep(self.hps.eval_poll_secs)
+
+  def _load(self, path):
+    """Restores `path` into the model; None if the trainer deleted it under us."""
+    try:
+      return checkpoints.restore_weights(self.model, path)
+    except (tf.errors.OpError, DataError) as e:
+      # The trainer keeps 3 checkpoints: one listed as newest can be deleted before or while it
+      # is read (NotFoundError without its .index; a bare OpError without its .data file).
+      # A model that does not fit a checkpoint still there is the user's error, not a race.
+      if isinstance(e, DataError) and tf.io.gfile.exists(path + ".index"):
+        raise
+      logging.warning("Skipping %s, which could not be read (%s): the trainer probably deleted "
+                      "it while rotating its checkpoints.", path, str(e).splitlines()[0])
+      return None
+
+  def _score_checkpoint(self, step, batches, writer):
+    hps = self.hps
+    new_best = False
+    for _ in range(hps.eval_batches_per_checkpoint):
+      batch = next(batches, None)
+      if batch is None:
+        self.source.raise_if_failed()
+        raise DataError(f"--data_path={hps.data_path}: the validation data ended")
+      _, scalars = self.score(batch)
+      loss = float(scalars["loss"])
+      # Selection uses the NLL alone, as the original's: it stays comparable across
+      # convert_to_coverage_model, after which the coverage term appears.
+      new_best |= self.selector.update(loss)
+      with writer.as_default():
+        summaries.scalar("loss", loss, step)
+        summaries.scalar("running_avg_loss", self.selector.running_avg, step)
+        if hps.coverage:
+          summaries.scalar("coverage_loss", scalars["coverage_loss"], step)
+      coverage = (f", coverage loss {float(scalars['coverage_loss']):.4f}" if hps.coverage
+                  else "")
+      logging.info("eval step %d: loss %.4f%s, running average %.4f (best %.4f)", step, loss,
+                   coverage, self.selector.running_avg, self.selector.best)
+    writer.flush()
+    if new_best:
+      self.best_step.assign(step)
+      path = self.best_manager.save(checkpoint_number=step)
+      logging.info("New best model (running average loss %.4f): saved %s", self.selector.best,
+                   path)
+
+
+def run_single_pass(hps, vocab):
+  """Scores one checkpoint (--ckpt_path or the newest) on the whole data set once, in order.
+
+  Returns (path of the metrics JSON, its contents).
+  """
+  ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
+  model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+  step = checkpoints.restore_weights(model, ckpt_path)
+  score = make_score_fn(model, hps, len(vocab))
+  source = data.RecordSource(hps.data_path, hps.data_format, single_pass=True)
+  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab),
+                              hps.replace(single_pass=True))
+  # Sums over the data set in float64, so that the means do not depend on the batching.
+  totals = collections.defaultdict(float)
+  num_examples = 0
+  for batch in dataset:
+    per_example, _ = score(batch)
+    for name, values in per_example.items():
+      totals[name] += float(np.sum(values.numpy(), dtype=np.float64))
+    num_examples += int(per_example["nll"].shape[0])
+  source.raise_if_failed()
+  if not num_examples:
+    raise DataError(f"--data_path={hps.data_path}: no example to evaluate")
+  result = {
+      "checkpoint": ckpt_path,
+      "step": step,
+      "data_path": hps.data_path,
+      "num_examples": num_examples,
+      "num_target_tokens": int(totals["tokens"]),
+      "mean_nll_per_example": totals["nll"] / num_examples,
+      "mean_nll_per_token": totals["nll_tokens"] / totals["tokens"],
+  }
+  result["loss"] = result["mean_nll_per_example" if hps.pointer_gen else "mean_nll_per_token"]
+  if hps.coverage:
+    result["mean_coverage_loss"] = totals["coverage_loss"] / num_examples
+  result["definitions"] = {k: v for k, v in METRIC_DEFINITIONS.items() if k in result}
+  os.makedirs(hps.eval_dir, exist_ok=True)
+  path = os.path.join(hps.eval_dir, f"metrics-{step}.json")
+  metrics.write_text_atomic(path, json.dumps(result, indent=2) + "\n")
+  logging.info("Scored %s on %d examples (%d target tokens): loss %.4f; written to %s",
+               ckpt_path, num_examples, result["num_target_tokens"], result["loss"], path)
+  return path, result

@@ -1,0 +1,290 @@
+"""`--mode=export`: a self-contained SavedModel that turns raw article text into summaries.
+
+The export is written as `--export_dir/<version>/` (TF Serving's layout; the version is the
+checkpoint's global step unless `--export_version`). It is built in a temporary directory beside
+`--export_dir`, reloaded and run on a test batch there, and only then renamed into place, so a
+server watching `--export_dir` never sees a half-written or broken model. An existing version
+is never overwritten.
+
+Everything happens in the graph, with core TensorFlow ops only (no tensorflow-text), so stock
+TF Serving and any TF runtime can run it without this package: tokenisation as in training
+(`text.tokenize`), truncation to max_enc_steps, the vocab lookup from the vocab asset, the
+per-article OOV list and extended ids (`data.article_features`, as decode mode), the compiled
+beam search with decode mode's settings, and detokenisation.
+
+Signatures:
+  serving_default  article tf.string [B] ->
+      summary     tf.string [B]                    words joined by single spaces
+      tokens      tf.string [B, max_dec_steps]     the summary's words, "" after its end
+      log_prob    tf.float32 [B]                   sum of the log-probabilities of the summary's
+                                                   tokens, the final [STOP] included
+      p_gen_mean  tf.float32 [B]                   mean p_gen over the decoder steps ([STOP]
+                                                   included, as decode mode's p_gen_mean)
+  attention        article -> the same, plus
+      attn_dists      tf.float32 [B, max_dec_steps, L]  attention over the article tokens
+                                                        when each summary token was produced
+      p_gens          tf.float32 [B, max_dec_steps]     p_gen for each summary token
+      article_tokens  tf.string [B, L]                  the article as the model saw it
+    (L = the longest article of the request after truncation, at least 1; rows and columns past
+    a summary's or an article's end are 0 / "").
+  settings         () -> the decode settings recorded at export (also in
+                   assets.extra/pointer_gen_export.json).
+
+An article without tokens (empty or whitespace only) gets summary "", no tokens, log_prob 0 and
+p_gen_mean 0. Invalid UTF-8 bytes (possible through gRPC or Python; JSON cannot carry them)
+become U+FFFD before tokenisation, so every output string is valid UTF-8.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+from absl import logging
+import tensorflow as tf
+
+from pointer_gen import beam_search
+from pointer_gen import checkpoints
+from pointer_gen import data
+from pointer_gen import model as model_lib
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+VOCAB_ASSET = "vocab.txt"
+SETTINGS_FILE = "pointer_gen_export.json"
+SOURCES = ("train", "best")
+
+_WHOLE_LINE = tf.lookup.TextFileIndex.WHOLE_LINE
+_LINE_NUMBER = tf.lookup.TextFileIndex.LINE_NUMBER
+
+
+class _WordToId(tf.Module):
+  """word -> id from the vocab asset (one entry a line, id = line number), unknown -> [UNK].
+
+  A table filled from line numbers holds int64; the model's ids are int32.
+  """
+
+  def __init__(self, vocab_asset):
+    super().__init__()
+    self.table = tf.lookup.StaticHashTable(
+        tf.lookup.TextFileInitializer(vocab_asset, tf.string, _WHOLE_LINE, tf.int64,
+                                      _LINE_NUMBER),
+        default_value=vocab_lib.UNK_ID)
+
+  def lookup(self, words):
+    return tf.cast(self.table.lookup(words), tf.int32)
+
+
+class Summarizer(tf.Module):
+  """The model, its vocabulary and decode settings, with the serving signatures."""
+
+  def __init__(self, model, vocab_file, hps, settings):
+    super().__init__(name="pointer_gen")
+    self.model = model
+    self.vocab_asset = tf.saved_model.Asset(vocab_file)
+    self.word_to_id = _WordToId(self.vocab_asset)
+    self.id_to_word = tf.lookup.StaticHashTable(
+        tf.lookup.TextFileInitializer(self.vocab_asset, tf.int64, _LINE_NUMBER, tf.string,
+                                      _WHOLE_LINE),
+        default_value=vocab_lib.UNK)
+    self._hps = hps
+    self._settings = tuple(settings.items())
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="article")])
+  def summarize(self, article):
+    outputs = self._summarize(article, keep_attention=False)
+    return {k: outputs[k] for k in ("summary", "tokens", "log_prob", "p_gen_mean")}
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="article")])
+  def attention(self, article):
+    return self._summarize(article, keep_attention=True)
+
+  @tf.function(input_signature=[])
+  def settings(self):
+    return {name: tf.constant(value) for name, value in self._settings}
+
+  def _article_features(self, article):
+    hps = self._hps
+    return data.article_features(article, self.word_to_id, self.model.vocab_size,
+                                 hps.max_enc_steps, hps.pointer_gen, hps.tokenizer, hps.lowercase)
+
+  def _summarize(self, article, keep_attention):
+    hps = self._hps
+    vocab_size = self.model.vocab_size
+    # Outputs must be valid UTF-8 (REST responses are JSON); valid text passes unchanged.
+    article = tf.strings.unicode_transcode(article, "UTF-8", "UTF-8", errors="replace")  # [B]
+    ragged = {name: tf.RaggedTensorSpec([None], dtype, ragged_rank=0)
+              for name, dtype in (("article_tokens", tf.string), ("enc_input", tf.int32),
+                                  ("enc_input_ext", tf.int32), ("article_oovs", tf.string))}
+    features = tf.map_fn(self._article_features, article, fn_output_signature=ragged)  # [B, (L)]
+    enc_len = tf.cast(features["enc_input"].row_lengths(), tf.int32)  # [B]
+    has_text = enc_len > 0  # [B]
+    # An article without tokens would attend over no positions (0 / 0 = NaN): it gets one
+    # [PAD] position, the search runs harmlessly on that, and its outputs are replaced below.
+    # Articles with tokens see exactly decode mode's batch (padded to the longest article).
+    batch = tf.shape(article)[0]
+    width = tf.maximum(tf.reduce_max(enc_len), 1)  # reduce_max of no articles is INT_MIN
+    shape = tf.stack([batch, width])
+    enc_input = features["enc_input"].to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
+    enc_input_ext = features["enc_input_ext"].to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
+    oovs = features["article_oovs"].to_tensor("")  # [B, N]
+    max_oovs = tf.shape(oovs)[1]
+    result = beam_search.beam_search(
+        self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext, max_oovs, hps.beam_size,
+        hps.max_dec_steps, hps.min_dec_steps, keep_attention, hps.block_ngram_repeat,
+        hps.length_penalty_alpha)
+
+    ids = result["tokens"]  # [B, T] extended ids, [STOP] included if generated, [PAD] after
+    generated = tf.range(hps.max_dec_steps)[None, :] < result["length"][:, None]  # [B, T]
+    before_stop = tf.equal(tf.cumsum(tf.cast(tf.equal(ids, vocab_lib.STOP_ID), tf.int32),
+                                     axis=1), 0)  # [B, T]
+    is_word = generated & before_stop & has_text[:, None]  # [B, T], a prefix of each row
+    in_vocab = self.id_to_word.lookup(tf.cast(ids, tf.int64))  # [B, T]
+    # In-vocab ids gather (and discard) column 0: an extra "" column makes it exist even when
+    # no article of the batch has OOVs.
+    oov_table = tf.pad(oovs, [[0, 0], [0, 1]])  # [B, N+1]
+    copied = tf.gather(oov_table, tf.clip_by_value(ids - vocab_size, 0, max_oovs),
+                       batch_dims=1)  # [B, T]
+    tokens = tf.where(is_word, tf.where(ids < vocab_size, in_vocab, copied), "")  # [B, T]
+    num_words = tf.reduce_sum(tf.cast(is_word, tf.int32), axis=1)  # [B]
+    summary = tf.strings.reduce_join(tf.RaggedTensor.from_tensor(tokens, lengths=num_words),
+                                     axis=1, separator=" ")  # [B]
+
+    dtype = result["p_gens"].dtype
+    steps_p_gen = tf.reduce_sum(tf.where(generated, result["p_gens"], 0.0), axis=1)  # [B]
+    p_gen_mean = tf.math.divide_no_nan(steps_p_gen, tf.cast(result["length"], dtype))  # [B]
+    outputs = {
+        "summary": summary,
+        "tokens": tokens,
+        "log_prob": tf.where(has_text, result["log_prob"], 0.0),
+        "p_gen_mean": tf.where(has_text, p_gen_mean, 0.0),
+    }
+    if keep_attention:
+      word_mask = tf.cast(is_word, dtype)  # [B, T]
+      outputs["attn_dists"] = result["attn"] * word_mask[:, :, None]  # [B, T, L]
+      outputs["p_gens"] = result["p_gens"] * word_mask  # [B, T]
+      outputs["article_tokens"] = features["article_tokens"].to_tensor("", shape=shape)  # [B, L]
+    return outputs
+
+
+def recorded_settings(hps, vocab_size, ckpt_path, step):
+  """The decode settings an export runs with, for the `settings` signature and assets.extra."""
+  alpha = hps.length_penalty_alpha
+  return {
+      "vocab_size": vocab_size,
+      "max_enc_steps": hps.max_enc_steps,
+      "max_dec_steps": hps.max_dec_steps,
+      "min_dec_steps": hps.min_dec_steps,
+      "beam_size": hps.beam_size,
+      "block_ngram_repeat": hps.block_ngram_repeat,
+      # Named so that "off" needs no sentinel value: the original ranks by average log-prob.
+      "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
+      "length_penalty_alpha": 0.0 if alpha is None else float(alpha),
+      "tokenizer": hps.tokenizer,
+      "lowercase": hps.lowercase,
+      "pointer_gen": hps.pointer_gen,
+      "coverage": hps.coverage,
+      "hidden_dim": hps.hidden_dim,
+      "emb_dim": hps.emb_dim,
+      "checkpoint": ckpt_path,
+      "step": step,
+  }
+
+
+def resolve_checkpoint(hps):
+  """--ckpt_path; else the eval best model with --export_source=best; else the newest train one."""
+  if hps.export_source == "best":
+    if hps.ckpt_path:
+      raise DataError("--export_source=best and --ckpt_path both name a checkpoint; give one")
+    path = checkpoints.newest(hps.eval_dir)
+    if not path:
+      raise DataError(f"--export_source=best: no best model in {hps.eval_dir}; run --mode=eval "
+                      "beside training first, or export the newest train checkpoint")
+    return path
+  return checkpoints.resolve(hps, hps.ckpt_path)
+
+
+def export(hps, vocab, ckpt_path, export_dir, version=None):
+  """Writes the SavedModel of `ckpt_path` to export_dir/<version> and returns that path."""
+  model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+  step = checkpoints.restore_weights(model, ckpt_path)
+  version = step if version is None else version
+  export_dir = os.path.abspath(export_dir)
+  target = os.path.join(export_dir, str(version))
+  _refuse_existing(export_dir, target)
+  parent, name = os.path.split(export_dir)
+  os.makedirs(parent, exist_ok=True)
+  # Beside export_dir, not in it: nothing unfinished ever appears where a server looks. The
+  # SavedModel is a subdirectory because mkdtemp's directory is private (mode 0700).
+  staging = tempfile.mkdtemp(prefix=f".{name}.export-{version}-", dir=parent)
+  try:
+    vocab_file = os.path.join(staging, VOCAB_ASSET)
+    with open(vocab_file, "w", encoding="utf-8") as f:
+      f.write("".join(word + "\n" for word in vocab.words))
+    settings = recorded_settings(hps, len(vocab), ckpt_path, step)
+    module = Summarizer(model, vocab_file, hps, settings)
+    saved = os.path.join(staging, "saved_model")
+    tf.saved_model.save(module, saved, signatures={
+        "serving_default": module.summarize, "attention": module.attention,
+        "settings": module.settings})
+    extra = os.path.join(saved, "assets.extra")
+    os.makedirs(extra)
+    with open(os.path.join(extra, SETTINGS_FILE), "w", encoding="utf-8") as f:
+      json.dump(settings, f, indent=2)
+    check_export(saved, vocab)
+    _sync_tree(saved)
+    os.makedirs(export_dir, exist_ok=True)
+    try:
+      os.rename(saved, target)
+    except OSError as e:
+      raise DataError(f"could not move the export into {target}: {e}") from e
+  finally:
+    shutil.rmtree(staging, ignore_errors=True)
+  logging.info("Exported %s (step %d) to %s", ckpt_path, step, target)
+  return target
+
+
+def _refuse_existing(export_dir, target):
+  if os.path.exists(export_dir) and not os.path.isdir(export_dir):
+    raise DataError(f"--export_dir={export_dir} is a file, not a directory")
+  if os.path.exists(os.path.join(export_dir, "saved_model.pb")):
+    raise DataError(f"--export_dir={export_dir} is a SavedModel itself; give the directory that "
+                    "holds the numbered versions (TF Serving's base path)")
+  if os.path.lexists(target):
+    raise DataError(f"{target} already exists; versions are never overwritten: remove it or "
+                    "pass another --export_version")
+
+
+def check_export(path, vocab):
+  """Reloads the SavedModel at `path` and summarises an empty and a normal article with it."""
+  loaded = tf.saved_model.load(path)
+  article = " ".join(vocab.words[len(vocab_lib.SPECIALS):][:20] + ["zzzunseenword"])
+  out = loaded.signatures["serving_default"](article=tf.constant(["", article]))
+  summaries = out["summary"].numpy()
+  # The second summary may legitimately be empty (--min_dec_steps=0), so only its score is checked.
+  finite = bool(tf.reduce_all(tf.math.is_finite(out["log_prob"])))
+  if summaries.shape != (2,) or summaries[0] != b"" or not finite:
+    raise DataError(f"the export in {path} does not summarise its test articles: summaries "
+                    f"{summaries.tolist()}, log_prob {out['log_prob'].numpy().tolist()}")
+
+
+def _sync_tree(path):
+  """Flushes every file under `path` to disk, so the renamed export survives a crash whole."""
+  for directory, _, files in os.walk(path):
+    for name in files:
+      fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+      try:
+        os.fsync(fd)
+      finally:
+        os.close(fd)
+
+
+def run(hps, vocab):
+  if not hps.export_dir:
+    raise DataError("--mode=export needs --export_dir (TF Serving's base path; the export goes "
+                    "to <export_dir>/<version>)")
+  if hps.export_version is not None and hps.export_version < 0:
+    raise DataError(f"--export_version={hps.export_version}: must be >= 0")
+  path = export(hps, vocab, resolve_checkpoint(hps), hps.export_dir, hps.export_version)
+  print(f"Exported the SavedModel to {path}")
+  return path

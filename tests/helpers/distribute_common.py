@@ -1,0 +1,39 @@
+"""Shared by the distribution tests and their helper processes."""
+
+import tensorflow as tf
+
+from pointer_gen import config
+from pointer_gen import data
+
+
+def tiny_hparams(corpus, log_root):
+  return config.HParams(
+      data_path=f"{corpus}/chunked/train_*", vocab_path=f"{corpus}/vocab", log_root=log_root,
+      exp_name="run", hidden_dim=8, emb_dim=8, vocab_size=519, batch_size=4, max_enc_steps=40,
+      max_dec_steps=10, coverage=True, seed=7, checkpoint_secs=10000, num_train_steps=1)
+
+
+def first_batch(hps, vocab, batch_size, num_shards=1, shard_index=0):
+  """The first training batch one input pipeline (shard) produces, without the strings.
+
+  tf.data's shuffle seed combines with the global seed, which the Trainer sets from --seed.
+  """
+  tf.keras.utils.set_random_seed(hps.seed)
+  source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed,
+                             num_shards=num_shards, shard_index=shard_index)
+  batch = next(iter(data.make_dataset(source, vocab.lookup_table(), len(vocab), hps,
+                                      batch_size=batch_size)))
+  return {k: v for k, v in batch.items() if v.dtype != tf.string}
+
+
+def concat_batches(first, second):
+  """One batch holding both, padded to the longer encoder and decoder lengths with [PAD]."""
+  result = {}
+  for key in first:
+    a, b = first[key], second[key]
+    if a.shape.rank == 2:
+      width = max(a.shape[1], b.shape[1])
+      a = tf.pad(a, [[0, 0], [0, width - a.shape[1]]], constant_values=1)
+      b = tf.pad(b, [[0, 0], [0, width - b.shape[1]]], constant_values=1)
+    result[key] = tf.concat([a, b], axis=0)
+  return result

@@ -1,0 +1,281 @@
+"""--mode=eval: beside a real training process, the running average and best-model choice, the
+reader's handling of checkpoints deleted under it, and --single_pass metrics."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from absl import flags
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_gen import checkpoints
+from pointer_gen import config
+from pointer_gen import data
+from pointer_gen import demo_data
+from pointer_gen import evaluate
+from pointer_gen import losses
+from pointer_gen import model as model_lib
+from pointer_gen import run as run_lib
+from pointer_gen import summaries
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+from conftest import REPO
+
+FLAGS = flags.FLAGS
+NUM_SAVES = 6
+MIN_SCORED = 3
+MODEL_FLAGS = ["--exp_name=run", "--hidden_dim=8", "--emb_dim=8", "--vocab_size=519",
+               "--batch_size=4", "--max_enc_steps=40", "--max_dec_steps=10",
+               "--min_dec_steps=2", "--seed=1"]
+
+
+def _start(log_path, *args):
+  """`python -m pointer_gen.run` with stdout and stderr in files (a pipe could fill and block)."""
+  with open(f"{log_path}.out", "w") as out, open(f"{log_path}.err", "w") as err:
+    return subprocess.Popen([sys.executable, "-m", "pointer_gen.run", *args], cwd=REPO,
+                            stdout=out, stderr=err)
+
+
+def _read(path):
+  with open(path, encoding="utf-8") as f:
+    return f.read()
+
+
+def _wait_until(path, found, process, timeout=120):
+  """Polls the log file `path` until `found(its text)`; fails if `process` ends first."""
+  deadline = time.time() + timeout
+  while not found(_read(path)):
+    if process.poll() is not None or time.time() > deadline:
+      pytest.fail(f"gave up waiting on {path}:\n{_read(path)[-3000:]}")
+    time.sleep(0.2)
+
+
+def _saved_steps(train_log):
+  """The steps of the checkpoints the trainer saved (the last may be saved twice: on time, then
+  on exit)."""
+  return sorted({int(s) for s in re.findall(r"Saved checkpoint \S+model\.ckpt-(\d+)", train_log)})
+
+
+def _main(capsys, *args):
+  """(exit code, stdout, stderr) of `python -m pointer_gen.run *args`, run in this process:
+  a subprocess would spend seconds importing TensorFlow."""
+  # run.main turns Grappler's optimiser off process-wide; the other tests keep their setting.
+  grappler = tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
+  FLAGS.unparse_flags()
+  FLAGS(["run", *args])
+  try:
+    run_lib.main(["run"])
+    code = 0
+  except SystemExit as e:
+    code = e.code
+  finally:
+    FLAGS.unparse_flags()
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": grappler})
+  out, err = capsys.readouterr()
+  return code, out, err
+
+
+def _error_lines(stderr):
+  """Tracebacks and error-level log lines, except TF's notice that there is no CUDA here."""
+  return [line for line in stderr.splitlines()
+          if ("Traceback" in line or re.match(r"(E\d{4} |ERROR)", line))
+          and "cuda" not in line.lower()]
+
+
+@pytest.fixture(scope="module")
+def concurrent_run(tmp_path_factory):
+  """Eval started first; once it waits for a checkpoint, a trainer saving every second (keep 3).
+  Ctrl-C to the trainer after NUM_SAVES checkpoints of which eval scored MIN_SCORED, then to eval
+  once it has scored the trainer's last."""
+  root = tmp_path_factory.mktemp("eval")
+  # Generated once here: two processes generating it at once would race.
+  corpus = demo_data.ensure_demo_corpus(str(root / "demo_data"))
+  common = [f"--log_root={root}", *MODEL_FLAGS]
+  evaluator = _start(root / "eval", "--mode=eval", *common, "--eval_poll_secs=0.2")
+  trainer = None
+  try:
+    # Started together, eval would still be importing TensorFlow while the first checkpoints
+    # come and go, and on a busy machine see too few of them.
+    _wait_until(root / "eval.err", lambda text: "Waiting for a checkpoint" in text, evaluator)
+    trainer = _start(root / "train", "--mode=train", *common, "--checkpoint_secs=1")
+    # Stopped by counts, not steps: steps take 30-80 ms here, and eval's first scoring (which
+    # compiles) a few seconds, depending on what else the machine runs.
+    _wait_until(root / "train.err", lambda text: len(_saved_steps(text)) >= NUM_SAVES, trainer)
+    _wait_until(root / "eval.err", lambda text: text.count("eval step") >= MIN_SCORED, evaluator)
+    trainer.send_signal(signal.SIGINT)
+    assert trainer.wait(timeout=60) == 0, _read(root / "train.err")[-3000:]
+    last_step = _saved_steps(_read(root / "train.err"))[-1]
+    _wait_until(root / "eval.err", lambda text: f"eval step {last_step}:" in text, evaluator)
+    evaluator.send_signal(signal.SIGINT)
+    eval_code = evaluator.wait(timeout=30)
+  finally:
+    for process in (trainer, evaluator):
+      if process is not None and process.poll() is None:
+        process.kill()
+  return {"root": root, "corpus": corpus, "common": common, "eval_code": eval_code,
+          "run_dir": root / "run", "last_step": last_step,
+          **{name: _read(root / name) for name in ("train.err", "eval.out", "eval.err")}}
+
+
+def test_eval_beside_training_scores_new_checkpoints_and_keeps_the_best(concurrent_run):
+  run = concurrent_run
+  train_dir, eval_dir = run["run_dir"] / "train", run["run_dir"] / "eval"
+  assert run["eval_code"] == 0
+  assert _error_lines(run["eval.err"]) == []
+  assert "Waiting for a checkpoint in" in run["eval.err"]
+  assert "Stopping on KeyboardInterrupt" in run["eval.err"]
+
+  assert "Stopping on KeyboardInterrupt" in run["train.err"]
+  saved = _saved_steps(run["train.err"])
+  # Enough checkpoints for the trainer (keep 3) to have deleted several under eval.
+  assert len(saved) >= NUM_SAVES
+
+  # Eval scored each checkpoint it loaded, once, in order; all were the trainer's.
+  loaded = [int(s) for s in re.findall(r"Loaded weights from \S+model\.ckpt-(\d+)",
+                                       run["eval.err"])]
+  skipped = re.findall(r"Skipping \S+model\.ckpt-(\d+)", run["eval.err"])
+  scalars = summaries.read_scalars(str(eval_dir))
+  steps = [step for step, _ in scalars["loss"]]
+  assert steps == loaded == sorted(set(loaded))
+  assert set(steps) <= set(saved) and len(steps) >= MIN_SCORED
+  assert steps[-1] == saved[-1]
+  # Some of them the trainer deleted later, while eval went on.
+  assert set(steps) - set(saved[-checkpoints.MAX_TO_KEEP:])
+  assert set(map(int, skipped)) <= set(saved)
+  assert f"Scored {len(steps)} checkpoints" in run["eval.out"]
+
+  # The running average follows the original's formula on the scored losses...
+  expected, running, best_steps, best = [], 0.0, [], None
+  for step, loss in scalars["loss"]:
+    running = loss if running == 0 else running * 0.99 + 0.01 * loss
+    running = min(running, 12.0)
+    expected.append(running)
+    if best is None or running < best:
+      best, best_steps = running, best_steps + [step]
+  assert [s for s, _ in scalars["running_avg_loss"]] == steps
+  np.testing.assert_allclose([v for _, v in scalars["running_avg_loss"]], expected, rtol=1e-5)
+  # ...and a best model was saved at each new lowest one, the last 3 kept in eval's own state.
+  best_names = [f"bestmodel-{s}" for s in best_steps[-checkpoints.MAX_TO_KEEP:]]
+  state = tf.train.get_checkpoint_state(str(eval_dir))
+  assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == best_names
+  assert {n[:-len(".index")] for n in os.listdir(eval_dir) if n.endswith(".index")} == (
+      set(best_names))
+  # Each is the weights of the train checkpoint of its step (where that still exists).
+  model = model_lib.PointerGenerator.from_hparams(
+      config.HParams(hidden_dim=8, emb_dim=8, min_dec_steps=2, max_dec_steps=10), 519)
+  for name in best_names:
+    train_path = train_dir / name.replace("bestmodel", "model.ckpt")
+    if os.path.exists(f"{train_path}.index"):
+      checkpoints.restore_weights(model, str(train_path))
+      want = [v.numpy() for v in model.trainable_variables]
+      assert checkpoints.restore_weights(model, str(eval_dir / name)) == int(name.split("-")[1])
+      for a, b in zip(want, model.trainable_variables):
+        np.testing.assert_array_equal(a, b.numpy())
+
+  # Nothing of eval's is in the train dir: the trainer's 3 checkpoints, state and events only.
+  names = os.listdir(train_dir)
+  assert {n for n in names if n.endswith(".index")} == {
+      f"model.ckpt-{s}.index" for s in saved[-checkpoints.MAX_TO_KEEP:]}
+  assert all(n == "checkpoint" or n.startswith(("model.ckpt-", "events.out.tfevents."))
+             for n in names)
+
+
+def test_running_average_and_best_model_choice():
+  selector = evaluate.BestModelSelector()
+  # (loss, running average by hand, new best?)
+  script = [
+      (13.0, 12.0, True),        # the first loss is taken as it is, then capped at 12
+      (14.0, 12.0, False),       # 12 * 0.99 + 0.14 = 12.02, capped: equal to the best
+      (6.0, 11.94, True),        # 12 * 0.99 + 6 * 0.01
+      (20.0, 12.0, False),       # 11.94 * 0.99 + 0.2 = 12.0206, capped
+      (2.0, 11.9, True),         # 12 * 0.99 + 0.02, below 11.94
+      (12.0, 11.901, False),     # 11.9 * 0.99 + 0.12
+      (0.0, 11.78199, True),     # 11.901 * 0.99: a zero loss still counts
+  ]
+  for loss, running, new_best in script:
+    assert selector.update(loss) == new_best
+    assert selector.running_avg == pytest.approx(running, abs=1e-12)
+  assert selector.best == pytest.approx(11.78199, abs=1e-12)
+  # The original uses 0 as "no value yet": after a loss of exactly 0, the next loss is taken
+  # as it is again (and is no improvement on 0).
+  selector = evaluate.BestModelSelector()
+  assert selector.update(0.0) and selector.running_avg == 0.0
+  assert not selector.update(3.0) and selector.running_avg == 3.0
+  assert evaluate.running_avg_loss(4.0, 2.0, decay=0.5) == 3.0
+
+
+def test_eval_skips_checkpoints_deleted_under_it_and_stops_when_told(concurrent_run, tmp_path):
+  run = concurrent_run
+  shutil.copytree(run["run_dir"] / "train", tmp_path / "run" / "train")
+  hps = config.HParams(
+      mode="eval", data_path=run["corpus"]["val"], vocab_path=run["corpus"]["vocab"],
+      log_root=str(tmp_path), exp_name="run", hidden_dim=8, emb_dim=8, vocab_size=519,
+      batch_size=4, max_enc_steps=40, max_dec_steps=10, min_dec_steps=2,
+      eval_max_checkpoints=1)
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  evaluator = evaluate.ConcurrentEvaluator(hps, vocab)
+  kept = tf.train.get_checkpoint_state(hps.train_dir).all_model_checkpoint_paths
+  # The trainer's rotation deletes the .index first, then the .data file: a reader can find
+  # either missing.
+  os.remove(f"{kept[0]}.index")
+  for name in tf.io.gfile.glob(f"{kept[1]}.data-*"):
+    os.remove(name)
+  assert evaluator._load(kept[0]) is None
+  assert evaluator._load(kept[1]) is None
+  assert evaluator._load(kept[2]) == run["last_step"]
+  # A checkpoint that is there but does not fit the flags is an error, not a race.
+  coverage = evaluate.ConcurrentEvaluator(hps.replace(coverage=True), vocab)
+  with pytest.raises(DataError, match="--coverage"):
+    coverage._load(kept[2])
+  # Started after training, eval scores the newest checkpoint, then stops as told.
+  assert evaluator.run() == 1
+  assert checkpoints.newest(hps.eval_dir) == os.path.join(hps.eval_dir,
+                                                          f"bestmodel-{run['last_step']}")
+
+
+def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys):
+  run = concurrent_run
+  step = run["last_step"]
+  ckpt = run["run_dir"] / "train" / f"model.ckpt-{step}"
+  code, out, err = _main(capsys, "--mode=eval", "--single_pass", f"--ckpt_path={ckpt}",
+                         *run["common"])
+  assert code == 0, err
+  metrics_path = run["run_dir"] / "eval" / f"metrics-{step}.json"
+  assert f"metrics in {metrics_path}" in out
+  metrics = json.loads(_read(metrics_path))
+
+  # The same numbers from the full final distribution (tensor_scatter_nd_add), in numpy, over
+  # batches of another size (large: the model runs eagerly here, which costs per batch).
+  hps = config.HParams(
+      mode="eval", single_pass=True, data_path=run["corpus"]["val"], hidden_dim=8, emb_dim=8,
+      vocab_size=519, batch_size=64, max_enc_steps=40, max_dec_steps=10, min_dec_steps=2)
+  vocab = vocab_lib.Vocab.from_file(run["corpus"]["vocab"], hps.vocab_size)
+  model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+  checkpoints.restore_weights(model, str(ckpt))
+  source = data.RecordSource(hps.data_path, single_pass=True)
+  per_example, token_sums, token_counts = [], 0.0, 0
+  for batch in data.make_dataset(source, vocab.lookup_table(), len(vocab), hps):
+    probs = losses.gold_probs_scattered(model(batch), batch["target"], batch["enc_input_ext"],
+                                        tf.reduce_max(batch["num_oovs"])).numpy()  # [B, T]
+    dec_len = batch["dec_len"].numpy()  # [B]
+    mask = np.arange(probs.shape[1])[None, :] < dec_len[:, None]  # [B, T]
+    step_nll = -np.log(np.maximum(probs.astype(np.float64), losses.PROB_FLOOR)) * mask  # [B, T]
+    per_example.extend(step_nll.sum(axis=1) / dec_len)
+    token_sums += step_nll.sum()
+    token_counts += int(dec_len.sum())
+  assert metrics["checkpoint"] == str(ckpt) and metrics["step"] == step
+  assert metrics["num_examples"] == len(per_example) == source.num_records
+  assert metrics["num_target_tokens"] == token_counts
+  assert metrics["mean_nll_per_example"] == pytest.approx(np.mean(per_example), rel=1e-5)
+  assert metrics["mean_nll_per_token"] == pytest.approx(token_sums / token_counts, rel=1e-5)
+  assert metrics["loss"] == metrics["mean_nll_per_example"]
+  assert "mean_coverage_loss" not in metrics
+  assert set(metrics["definitions"]) == {"mean_nll_per_example", "mean_nll_per_token", "loss"}

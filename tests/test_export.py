@@ -1,0 +1,297 @@
+"""Export mode: the SavedModel, loaded in a fresh process without pointer_gen, summarises raw text
+exactly as decode mode does, survives awkward input, lists its signatures, and a failed export
+leaves nothing behind."""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_gen import checkpoints
+from pointer_gen import config
+from pointer_gen import decode
+from pointer_gen import demo_data
+from pointer_gen import export
+from pointer_gen import model as model_lib
+from pointer_gen import records
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+from conftest import REPO
+
+NUM_EXAMPLES = 15
+DECODE_BATCH = 5
+STEP = 7
+SIZES = dict(vocab_size=519, hidden_dim=16, emb_dim=8, max_enc_steps=60, max_dec_steps=12,
+             min_dec_steps=3, beam_size=3, coverage=True)
+NON_ASCII = "Zoë Ångström visitó São Paulo — 東京 😀 the police said « merci » ."
+
+# Runs in a fresh interpreter: loads the export with TensorFlow alone and prints what it returns.
+CLIENT = r"""
+import json
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+path, request = sys.argv[1], json.load(open(sys.argv[2], encoding="utf-8"))
+awkward = request["awkward"]
+awkward["invalid_utf8"] = awkward["invalid_utf8"].encode("latin-1")
+loaded = tf.saved_model.load(path)
+
+
+def call(signature, articles):
+  batch = tf.constant([a.encode("utf-8") if isinstance(a, str) else a for a in articles],
+                      tf.string, shape=[len(articles)])
+  # Strict decoding: every output string must be valid UTF-8.
+  as_text = np.vectorize(lambda s: s.decode("utf-8"), otypes=[object])
+  return {k: (as_text(v.numpy()) if v.dtype == tf.string else v.numpy()).tolist()
+          for k, v in loaded.signatures[signature](article=batch).items()}
+
+
+settings = {k: v.numpy() for k, v in loaded.signatures["settings"]().items()}
+print(json.dumps({
+    "batches": [call("serving_default", b) for b in request["batches"]],
+    "single": {name: call("serving_default", [a]) for name, a in awkward.items()},
+    "mixed": call("serving_default", list(awkward.values())),
+    "empty_batch": call("serving_default", []),
+    "attention": call("attention", list(awkward.values())),
+    "settings": {k: v.decode("utf-8") if isinstance(v, bytes) else v.item()
+                 for k, v in settings.items()},
+    "imported_pointer_gen": "pointer_gen" in sys.modules,
+}))
+"""
+
+
+def _write_random_checkpoint(hps, vocab_size):
+  """A model with random weights large enough for varied summaries of every length that copy
+  article OOVs (a tiny trained model only repeats one frequent word), as train would save it."""
+  model = model_lib.PointerGenerator.from_hparams(hps, vocab_size)
+  rng = np.random.default_rng(5)
+  for variable in model.weights:
+    variable.assign(rng.normal(0.0, 0.5, variable.shape).astype("float32"))
+  # Copy often, and stop after a few words now and then.
+  model.cell.p_gen_layer.bias.assign([-2.5])
+  bias = model.cell.vocab_projection.bias
+  bias.assign(tf.tensor_scatter_nd_update(bias, [[vocab_lib.STOP_ID]], [4.0]))
+  checkpoint = checkpoints.make_checkpoint(model)
+  checkpoint.step.assign(STEP)
+  manager = tf.train.CheckpointManager(checkpoint, hps.train_dir, checkpoints.MAX_TO_KEEP,
+                                       checkpoint_name=checkpoints.CHECKPOINT_NAME)
+  return manager.save(checkpoint_number=STEP)
+
+
+def _flags(hps):
+  return [f"--log_root={hps.log_root}", f"--exp_name={hps.exp_name}", "--coverage"] + [
+      f"--{k}={v}" for k, v in SIZES.items() if k != "coverage"]
+
+
+def _start(command, cwd):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  return subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+def _finish(process):
+  stdout, stderr = process.communicate(timeout=300)
+  assert process.returncode == 0, stderr[-3000:]
+  return stdout
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+  root = tmp_path_factory.mktemp("export")
+  corpus = demo_data.ensure_demo_corpus(str(root / "demo_data"))
+  hps = config.HParams(vocab_path=corpus["vocab"], log_root=str(root), exp_name="run", **SIZES)
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  ckpt_path = _write_random_checkpoint(hps, len(vocab))
+
+  # The command line, as a user runs it (no --data_path: the demo corpus's vocab). Processes
+  # run beside the in-process decode to keep the test short on 2 cores.
+  export_dir = root / "models" / "pgen"
+  exporting = _start([sys.executable, "-m", "pointer_gen.run", "--mode=export",
+                      f"--export_dir={export_dir}"] + _flags(hps), cwd=REPO)
+  saved = export_dir / str(STEP)
+
+  try:
+    decode_hps = hps.replace(mode="decode", data_path=corpus["val"], single_pass=True,
+                             max_decode_examples=NUM_EXAMPLES, batch_size=DECODE_BATCH)
+    decode.run(decode_hps, vocab)
+    decoded_dir = os.path.join(decode_hps.run_dir, decode.decode_dir_name(decode_hps, ckpt_path),
+                               "decoded")
+    decoded = [" ".join(open(path, encoding="utf-8").read().split("\n")).strip()
+               for path in sorted(glob.glob(os.path.join(decoded_dir, "*_decoded.txt")))]
+    with open(os.path.join(os.path.dirname(decoded_dir), "per_example.jsonl"),
+              encoding="utf-8") as f:
+      p_gen_means = [json.loads(line)["p_gen_mean"] for line in f]
+
+    articles = [r.article for r in records.read_records(sorted(glob.glob(corpus["val"])), "auto",
+                                                        records.SkipCounter())][:NUM_EXAMPLES]
+    long_article = " ".join((articles[0].split() * 100_000)[:100_000])
+    awkward = {
+        "plain": articles[0],
+        "empty": "",
+        "whitespace": " \t\n  \r\n ",
+        "long": long_article,
+        "non_ascii": NON_ASCII,
+        # Bytes 0x80-0xff spelled as latin-1 characters in the JSON; the client sends the bytes.
+        "invalid_utf8": "caf\xc3 \xff\xfe the police said",
+    }
+    request = {"batches": [articles[i:i + DECODE_BATCH]
+                           for i in range(0, NUM_EXAMPLES, DECODE_BATCH)], "awkward": awkward}
+    request_path = root / "request.json"
+    request_path.write_text(json.dumps(request), encoding="utf-8")
+    _finish(exporting)
+  finally:
+    if exporting.poll() is None:  # the test failed before the export finished
+      exporting.kill()
+
+  # A directory without the repository, so nothing of pointer_gen is even on the path there.
+  outside = root / "client"
+  outside.mkdir()
+  client = _start([sys.executable, "-c", CLIENT, str(saved), str(request_path)], cwd=outside)
+  cli = shutil.which("saved_model_cli")
+  cli = [cli] if cli else [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
+  shown = _start(cli + ["show", "--all", "--dir", str(saved)], cwd=outside)
+  client, shown = json.loads(_finish(client)), _finish(shown)
+  return {"root": root, "hps": hps, "vocab": vocab, "ckpt_path": ckpt_path, "saved": saved,
+          "export_dir": export_dir, "decoded": decoded, "p_gen_means": p_gen_means,
+          "articles": articles, "client": client, "shown": shown}
+
+
+def test_fresh_process_gives_decode_modes_summaries(exported):
+  client = exported["client"]
+  assert client["imported_pointer_gen"] is False
+  summaries = [s for batch in client["batches"] for s in batch["summary"]]
+  assert len(exported["decoded"]) == NUM_EXAMPLES
+  assert summaries == exported["decoded"]
+  np.testing.assert_allclose([p for batch in client["batches"] for p in batch["p_gen_mean"]],
+                             exported["p_gen_means"], rtol=1e-5)
+  # The comparison means something: lengths vary and article OOVs are copied.
+  vocab_words = set(exported["vocab"].words)
+  assert len({len(s.split()) for s in summaries}) > 2
+  assert any(w not in vocab_words for s in summaries for w in s.split())
+
+
+def test_awkward_inputs_get_defined_outputs(exported):
+  client, vocab = exported["client"], exported["vocab"]
+  single, mixed = client["single"], client["mixed"]
+  names = list(single)
+  for name in ("empty", "whitespace"):
+    out = single[name]
+    assert out["summary"] == [""] and out["log_prob"] == [0.0] and out["p_gen_mean"] == [0.0]
+    assert out["tokens"] == [[""] * SIZES["max_dec_steps"]]
+  # The long article is cut to max_enc_steps tokens: those of the plain article it repeats.
+  assert single["long"]["summary"] == single["plain"]["summary"]
+  assert single["long"]["log_prob"] == single["plain"]["log_prob"]
+  for name in ("plain", "non_ascii", "invalid_utf8"):
+    out = single[name]
+    assert out["summary"][0], name
+    assert np.isfinite(out["log_prob"][0]) and out["log_prob"][0] < 0
+    assert 0 < out["p_gen_mean"][0] < 1
+    words = [t for t in out["tokens"][0] if t]
+    assert " ".join(words) == out["summary"][0]
+  assert "\ufffd" in client["attention"]["article_tokens"][names.index("invalid_utf8")][0]
+  # Mixed in one batch, every input gets what it gets alone.
+  for i, name in enumerate(names):
+    assert mixed["summary"][i] == single[name]["summary"][0], name
+    assert mixed["tokens"][i] == single[name]["tokens"][0], name
+    np.testing.assert_allclose(mixed["log_prob"][i], single[name]["log_prob"][0], rtol=1e-5)
+  # Every summary word is a vocab word or a word of its own article (copied).
+  for i, tokens in enumerate(client["attention"]["tokens"]):
+    allowed = set(vocab.words) | set(client["attention"]["article_tokens"][i])
+    assert all(t in allowed for t in tokens if t)
+  assert client["empty_batch"]["summary"] == []
+  assert client["empty_batch"]["tokens"] == []
+
+
+def test_attention_signature(exported):
+  attention = exported["client"]["attention"]
+  names = list(exported["client"]["single"])
+  steps = SIZES["max_dec_steps"]
+  attn = np.array(attention["attn_dists"])
+  p_gens = np.array(attention["p_gens"])
+  width = SIZES["max_enc_steps"]  # the long article fills it
+  assert attn.shape == (len(names), steps, width) and p_gens.shape == (len(names), steps)
+  assert attention["summary"] == exported["client"]["mixed"]["summary"]
+  for i, name in enumerate(names):
+    num_words = sum(1 for t in attention["tokens"][i] if t)
+    article = [t for t in attention["article_tokens"][i] if t]
+    if name in ("empty", "whitespace"):
+      assert num_words == 0 and article == []
+    np.testing.assert_allclose(attn[i, :num_words].sum(axis=1), 1.0, rtol=1e-5)
+    assert not attn[i, num_words:].any() and not attn[i, :, len(article):].any()
+    assert ((p_gens[i, :num_words] > 0) & (p_gens[i, :num_words] < 1)).all()
+    assert not p_gens[i, num_words:].any()
+  assert attention["article_tokens"][names.index("long")] == (
+      exported["articles"][0].split()[:width])
+
+
+def test_settings_and_layout(exported):
+  saved, hps = exported["saved"], exported["hps"]
+  expected = {"beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12, "max_enc_steps": 60,
+              "vocab_size": 519, "tokenizer": "whitespace", "lowercase": False,
+              "pointer_gen": True, "coverage": True, "ranking": "average_log_prob",
+              "step": STEP}
+  settings = exported["client"]["settings"]
+  assert {k: settings[k] for k in expected} == expected
+  with open(saved / "assets.extra" / export.SETTINGS_FILE, encoding="utf-8") as f:
+    recorded = json.load(f)
+  assert recorded == settings
+  assert os.listdir(exported["export_dir"]) == [str(STEP)]
+  with open(saved / "assets" / export.VOCAB_ASSET, encoding="utf-8") as f:
+    assert f.read().split("\n")[:-1] == exported["vocab"].words
+  # Nothing was left beside the export directory.
+  assert os.listdir(exported["export_dir"].parent) == ["pgen"]
+
+
+def test_saved_model_cli_lists_the_signatures(exported):
+  shown = exported["shown"]
+  for name in ("serving_default", "attention", "settings"):
+    assert f"signature_def['{name}']" in shown
+  for output in ("summary", "tokens", "log_prob", "p_gen_mean", "attn_dists", "p_gens",
+                 "article_tokens"):
+    assert f"outputs['{output}']" in shown
+  assert "inputs['article']" in shown
+
+
+def test_failed_export_leaves_nothing(exported, monkeypatch, tmp_path):
+  def broken_save(module, path, signatures):
+    os.makedirs(os.path.join(path, "variables"))
+    with open(os.path.join(path, "saved_model.pb"), "wb") as f:
+      f.write(b"half")
+    raise OSError("disk full")
+
+  monkeypatch.setattr(tf.saved_model, "save", broken_save)
+  export_dir = tmp_path / "models" / "pgen"
+  with pytest.raises(OSError, match="disk full"):
+    export.export(exported["hps"], exported["vocab"], exported["ckpt_path"], str(export_dir))
+  assert os.listdir(tmp_path / "models") == []
+
+
+def test_checkpoint_choice_and_refusals(exported):
+  hps, vocab = exported["hps"], exported["vocab"]
+  with pytest.raises(DataError, match="no best model"):
+    export.resolve_checkpoint(hps.replace(export_source="best"))
+  # A best model as eval saves it.
+  model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+  checkpoints.restore_weights(model, exported["ckpt_path"])
+  best = tf.train.CheckpointManager(checkpoints.make_checkpoint(model), hps.eval_dir,
+                                    checkpoints.MAX_TO_KEEP,
+                                    checkpoint_name=checkpoints.BEST_MODEL_NAME).save(9)
+  assert export.resolve_checkpoint(hps.replace(export_source="best")) == best
+  assert export.resolve_checkpoint(hps) == exported["ckpt_path"]
+  with pytest.raises(DataError, match="give one"):
+    export.resolve_checkpoint(hps.replace(export_source="best", ckpt_path=exported["ckpt_path"]))
+  with pytest.raises(DataError, match="already exists"):
+    export.export(hps, vocab, exported["ckpt_path"], str(exported["export_dir"]))
+  with pytest.raises(DataError, match="SavedModel itself"):
+    export.export(hps, vocab, exported["ckpt_path"], str(exported["saved"]))
+  with pytest.raises(DataError, match="--export_dir"):
+    export.run(hps.replace(mode="export"), vocab)

@@ -1,0 +1,226 @@
+"""Speed and memory of training and decoding at the paper's configuration, in one process.
+
+    python tools/benchmark.py [--quick] [--coverage] [--json_out=benchmark.json]
+
+Prints a table and writes JSON: the matmul ceiling for the vocabulary projection's shape; the
+training step (median, min, max over --steps steps after warm-up) on real data
+(../shared/data/vietnews_bin by default) and on full-length synthetic batches; decode
+articles/s at batch 1 and at a large batch; peak RSS; achieved GFLOP/s and its fraction of the
+ceiling; and how the step time grows with max_enc_steps and the vocabulary size.
+Run it alone: the figures are only comparable when nothing else uses the CPU.
+"""
+
+import json
+import os
+import pathlib
+import resource
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO = pathlib.Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+  sys.path.insert(0, str(REPO))
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+from pointer_gen import beam_search
+from pointer_gen import config
+from pointer_gen import data
+from pointer_gen import train
+from pointer_gen import vocab as vocab_lib
+
+VIETNEWS = REPO.parent / "shared" / "data" / "vietnews_bin"
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("data_path", str(VIETNEWS / "chunked" / "train_*"), "Real training data.")
+flags.DEFINE_string("decode_data_path", str(VIETNEWS / "chunked" / "val_*"), "Articles to decode.")
+flags.DEFINE_string("vocab_path", str(VIETNEWS / "vocab"), "Vocab of the real data.")
+flags.DEFINE_boolean("coverage", True, "Train with coverage (the paper's final phase).")
+flags.DEFINE_boolean("xla", False, "Compile the training step with XLA (jit_compile).")
+flags.DEFINE_integer("steps", 10, "Timed training steps per configuration (after warm-up).")
+flags.DEFINE_integer("warmup", 2, "Untimed steps first (tracing, allocation).")
+flags.DEFINE_integer("decode_batch", 32, "Articles per batch for the large-batch decode.")
+flags.DEFINE_integer("decode_articles", 32, "Articles decoded per decode measurement.")
+flags.DEFINE_boolean("scaling", True, "Also time max_enc_steps 100/200/400/800 and vocab "
+                     "10k/50k/150k (synthetic batches, fewer steps).")
+flags.DEFINE_boolean("quick", False, "Fewer steps everywhere (a smoke run, not a measurement).")
+flags.DEFINE_string("json_out", "benchmark.json", "Where to write the results.")
+
+PAPER = config.HParams(batch_size=16, max_enc_steps=400, max_dec_steps=100, vocab_size=50000,
+                       emb_dim=128, hidden_dim=256, pointer_gen=True, seed=0)
+
+
+def stats(times):
+  return {"median": float(np.median(times)), "min": float(np.min(times)),
+          "max": float(np.max(times)), "n": len(times)}
+
+
+def peak_rss_gb():
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def matmul_ceiling(rows=1600, inner=256, cols=50000, repeats=5):
+  """GFLOP/s of one float32 matmul of the projection's shape."""
+  a = tf.random.normal([rows, inner])
+  b = tf.random.normal([inner, cols])
+  matmul = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)))
+  matmul(a, b)
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    matmul(a, b).numpy()
+    times.append(time.perf_counter() - start)
+  return 2.0 * rows * inner * cols / np.median(times) / 1e9
+
+
+def step_flops(hps, enc_len, dec_steps, real_steps, vocab_size):
+  """Matmul FLOPs of one training step (forward x 3 for forward + backward)."""
+  b, e, h = hps.batch_size, hps.emb_dim, hps.hidden_dim
+  encoder = 2 * b * enc_len * (2 * e * 4 * h + 2 * h * 4 * h + 2 * h * 2 * h)
+  per_step = 2 * b * ((e + 2 * h) * e + (e + h) * 4 * h + 2 * h * 2 * h
+                      + enc_len * 2 * h * 2 + (4 * h + e))
+  projection = 2 * real_steps * (3 * h * h + h * vocab_size)
+  return 3 * (encoder + dec_steps * per_step + projection)
+
+
+def synthetic_batch(hps, vocab_size, rng):
+  b, l, t = hps.batch_size, hps.max_enc_steps, hps.max_dec_steps
+  ids = lambda shape: tf.constant(rng.integers(4, vocab_size, shape), tf.int32)
+  enc = ids((b, l))
+  return {"enc_input": enc, "enc_input_ext": enc, "enc_len": tf.fill([b], l),
+          "dec_input": ids((b, t)), "target": ids((b, t)), "dec_len": tf.fill([b], t),
+          "num_oovs": tf.zeros([b], tf.int32)}
+
+
+def time_training(hps, vocab_size, batches, steps, warmup):
+  """Times `steps` training steps on an endless iterator of batches; returns stats and FLOPs."""
+  vocab = vocab_lib.Vocab([f"w{i}" for i in range(vocab_size - 4)])
+  trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
+  step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps,
+                               vocab_size, jit_compile=FLAGS.xla)
+  # All batches are made first and handed over through a dataset whose spec has unknown
+  # lengths, so that the step is traced once and its time holds no input work.
+  prepared = [next(batches) for _ in range(warmup + steps)]
+  spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
+  iterator = iter(tf.data.Dataset.from_generator(lambda: prepared, output_signature=spec))
+  times, flops = [], []
+  for i, batch in enumerate(prepared):
+    start = time.perf_counter()
+    step(iterator)["loss"].numpy()
+    seconds = time.perf_counter() - start
+    if i >= warmup:
+      times.append(seconds)
+      lengths = batch["dec_len"].numpy()
+      flops.append(step_flops(hps, batch["enc_input"].shape[1], batch["dec_input"].shape[1],
+                              int(lengths.sum()), vocab_size))
+  return stats(times), float(np.mean(flops) / np.median(times) / 1e9)
+
+
+def real_batches(hps, vocab):
+  source = data.RecordSource(FLAGS.data_path, seed=0)
+  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab), hps)
+  for batch in dataset:
+    yield {k: v for k, v in batch.items() if v.dtype != tf.string}
+
+
+def time_decode(hps, vocab, model, batch_size, articles):
+  """Articles per second of single-pass beam search, `batch_size` articles at a time."""
+  source = data.RecordSource(FLAGS.decode_data_path, single_pass=True)
+  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab),
+                              hps.replace(single_pass=True), batch_size=batch_size)
+  ids = tf.TensorSpec([None, None], tf.int32)
+
+  @tf.function(input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
+                                tf.TensorSpec([], tf.int32)])
+  def search(enc_input, enc_len, ext, max_oovs):
+    return beam_search.beam_search(model, enc_input, enc_len, ext, max_oovs, hps.beam_size,
+                                   hps.max_dec_steps, hps.min_dec_steps)["length"]
+
+  batches = iter(dataset)
+  warm = next(batches)
+  search(warm["enc_input"], warm["enc_len"], warm["enc_input_ext"],
+         tf.reduce_max(warm["num_oovs"])).numpy()
+  done, steps, start = 0, 0, time.perf_counter()
+  while done < articles:
+    batch = next(batches)
+    lengths = search(batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
+                     tf.reduce_max(batch["num_oovs"])).numpy()
+    done += len(lengths)
+    steps += int(lengths.max())
+  seconds = time.perf_counter() - start
+  return {"articles_per_sec": done / seconds, "articles": done, "seconds": seconds}
+
+
+def main(argv):
+  del argv
+  train.configure_tensorflow()
+  steps, warmup = (3, 1) if FLAGS.quick else (FLAGS.steps, FLAGS.warmup)
+  hps = PAPER.replace(coverage=FLAGS.coverage)
+  results = {"config": {"coverage": FLAGS.coverage, "xla": FLAGS.xla, "steps": steps,
+                        "threads": os.cpu_count()}}
+  rows = []
+
+  ceiling = matmul_ceiling()
+  results["matmul_ceiling_gflops"] = ceiling
+  rows.append(("matmul ceiling [1600x256]x[256x50000]", f"{ceiling:.0f} GFLOP/s", ""))
+
+  vocab = vocab_lib.Vocab.from_file(FLAGS.vocab_path, hps.vocab_size)
+  real, gflops = time_training(hps, len(vocab), real_batches(hps, vocab), steps, warmup)
+  results["train_real"] = {**real, "gflops": gflops, "fraction_of_ceiling": gflops / ceiling}
+  rows.append(("train step, real data (vietnews)", f"{real['median']:.2f} s",
+               f"min {real['min']:.2f} max {real['max']:.2f}; {gflops:.0f} GFLOP/s "
+               f"({100 * gflops / ceiling:.0f}% of ceiling)"))
+
+  rng = np.random.default_rng(0)
+  synthetic = iter(lambda: synthetic_batch(hps, hps.vocab_size, rng), None)
+  full, gflops = time_training(hps, hps.vocab_size, synthetic, steps, warmup)
+  results["train_full_length"] = {**full, "gflops": gflops, "fraction_of_ceiling": gflops / ceiling}
+  rows.append(("train step, full-length synthetic 400/100", f"{full['median']:.2f} s",
+               f"min {full['min']:.2f} max {full['max']:.2f}; {gflops:.0f} GFLOP/s "
+               f"({100 * gflops / ceiling:.0f}% of ceiling)"))
+  results["peak_rss_gb_after_training"] = peak_rss_gb()
+  rows.append(("peak RSS after training", f"{results['peak_rss_gb_after_training']:.2f} GB", ""))
+
+  decode_hps = hps.replace(mode="decode", beam_size=4, max_dec_steps=120, min_dec_steps=35)
+  trainer = train.Trainer(decode_hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
+  articles = 4 if FLAGS.quick else FLAGS.decode_articles
+  one = time_decode(decode_hps, vocab, trainer.model, 1, max(2, articles // 8))
+  many = time_decode(decode_hps, vocab, trainer.model, FLAGS.decode_batch, articles)
+  results["decode_batch_1"], results["decode_batch_large"] = one, many
+  results["decode_speedup"] = many["articles_per_sec"] / one["articles_per_sec"]
+  rows.append(("decode beam 4, 35-120 steps, batch 1", f"{one['articles_per_sec']:.2f} art/s", ""))
+  rows.append((f"decode, batch {FLAGS.decode_batch}", f"{many['articles_per_sec']:.2f} art/s",
+               f"{results['decode_speedup']:.1f}x batch 1"))
+
+  if FLAGS.scaling:
+    scale_steps = 2 if FLAGS.quick else 4
+    results["scaling_enc_steps"] = {}
+    for length in (100, 200, 400, 800):
+      scaled = hps.replace(max_enc_steps=length)
+      batches = iter(lambda: synthetic_batch(scaled, hps.vocab_size, rng), None)
+      timing, _ = time_training(scaled, hps.vocab_size, batches, scale_steps, 1)
+      results["scaling_enc_steps"][length] = timing
+      rows.append((f"train step, max_enc_steps {length}", f"{timing['median']:.2f} s", ""))
+    results["scaling_vocab"] = {}
+    for size in (10000, 50000, 150000):
+      scaled = hps.replace(vocab_size=size)
+      batches = iter(lambda: synthetic_batch(scaled, size, rng), None)
+      timing, _ = time_training(scaled, size, batches, scale_steps, 1)
+      results["scaling_vocab"][size] = timing
+      rows.append((f"train step, vocab {size}", f"{timing['median']:.2f} s", ""))
+
+  results["peak_rss_gb"] = peak_rss_gb()
+  width = max(len(r[0]) for r in rows)
+  for name, value, note in rows:
+    print(f"{name:<{width}}  {value:>14}  {note}")
+  with open(FLAGS.json_out, "w", encoding="utf-8") as f:
+    json.dump(results, f, indent=2)
+  print(f"Wrote {FLAGS.json_out}")
+
+
+if __name__ == "__main__":
+  app.run(main)

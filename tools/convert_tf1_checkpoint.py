@@ -1,0 +1,66 @@
+"""Converts a checkpoint trained with the original TF1 code into a pointer_gen run.
+
+  python tools/convert_tf1_checkpoint.py --tf1_checkpoint=pretrained/train/model.ckpt-238410 \
+      --vocab_path=finished_files/vocab --log_root=logs --exp_name=pretrained --coverage
+
+writes `<log_root>/<exp_name>/train/model.ckpt-<step>` as that run's newest checkpoint, with the
+original's Adagrad accumulators and global step (--drop_optimizer_state starts them afresh).
+The model flags (--hidden_dim, --emb_dim, --vocab_size, --pointer_gen, --coverage; the same
+--flagfile as training works) must describe the model the checkpoint holds.
+"""
+
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+try:
+  import pointer_gen  # noqa: F401  (installed with `pip install -e .`)
+except ImportError:
+  # Run from a checkout without installing: the package sits beside tools/.
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from absl import app
+from absl import flags
+
+from pointer_gen import config
+from pointer_gen import tf1_checkpoint
+from pointer_gen import train
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+FLAGS = flags.FLAGS
+# The run's own flags, so the run directory and the model match what the modes build.
+config.define_flags()
+flags.DEFINE_string("tf1_checkpoint", "", "Prefix of the original's checkpoint: "
+                    ".../train/model.ckpt-NNN or .../eval/bestmodel-NNN.")
+flags.DEFINE_boolean("drop_optimizer_state", False, "Start the Adagrad accumulators (at "
+                     "--adagrad_init_acc) and the global step (at 0) afresh instead of "
+                     "carrying the original's; needed for eval's bestmodel checkpoints, which "
+                     "hold no accumulators.")
+
+
+def convert(hps, prefix, drop_optimizer_state):
+  if not prefix:
+    raise DataError("--tf1_checkpoint is required (the original checkpoint's prefix)")
+  if not hps.exp_name:
+    raise DataError("--exp_name is required: the checkpoint goes to --log_root/--exp_name/train")
+  train.configure_tensorflow()
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  path, step = tf1_checkpoint.convert_to_run(hps, vocab, prefix, drop_optimizer_state)
+  state = "fresh optimizer state" if drop_optimizer_state else "Adagrad accumulators carried"
+  print(f"Wrote {path} (step {step}, {state}), the newest checkpoint of {hps.train_dir}")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  try:
+    convert(config.HParams.from_flags(FLAGS), FLAGS.tf1_checkpoint, FLAGS.drop_optimizer_state)
+  except DataError as e:
+    sys.exit(f"convert_tf1_checkpoint: error: {e}")
+
+
+if __name__ == "__main__":
+  app.run(main)
