@@ -16,13 +16,12 @@ import os
 import random
 import re
 import shutil
-import struct
 import tempfile
 import time
 
 from absl import logging
-import tensorflow as tf
 
+from pointer_gen.records import Record, write_chunked
 from pointer_gen.vocab import count_words, write_vocab
 
 # Bump whenever the generated text changes, so that ensure_demo_corpus regenerates old copies.
@@ -352,26 +351,6 @@ def _split_examples(seed, split, count):
   return [_example(rng, reserved) for _ in range(count)]
 
 
-def _serialize(article, abstract_sentences):
-  abstract = " ".join(f"<s> {s} </s>" for s in abstract_sentences)
-  features = {key: tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode("utf-8")]))
-              for key, text in (("article", article), ("abstract", abstract))}
-  example = tf.train.Example(features=tf.train.Features(feature=features))
-  # upb otherwise writes the `feature` map in hash-table order, which differs between processes.
-  return example.SerializeToString(deterministic=True)
-
-
-def _write_chunks(examples, chunk_dir, split):
-  for start in range(0, len(examples), CHUNK_SIZE):
-    path = os.path.join(chunk_dir, f"{split}_{start // CHUNK_SIZE:03d}.bin")
-    with open(path, "wb") as f:
-      for article, abstract_sentences in examples[start:start + CHUNK_SIZE]:
-        data = _serialize(article, abstract_sentences)
-        # "<q" rather than the original's native "q": the same bytes on any machine.
-        f.write(struct.pack("<q", len(data)))
-        f.write(data)
-
-
 def _paths(out_dir):
   chunk_dir = os.path.join(out_dir, "chunked")
   paths = {split: os.path.join(chunk_dir, f"{split}_*") for split in ("train", "val", "test")}
@@ -391,7 +370,9 @@ def generate_demo_corpus(out_dir, seed=0, num_train=2000, num_val=200, num_test=
   sizes = {"train": num_train, "val": num_val, "test": num_test}
   examples = {split: _split_examples(seed, split, n) for split, n in sizes.items()}
   for split, split_examples in examples.items():
-    _write_chunks(split_examples, chunk_dir, split)
+    write_chunked((Record(article, abstract, "demo", i)
+                   for i, (article, abstract) in enumerate(split_examples)),
+                  chunk_dir, split, CHUNK_SIZE)
   # As for CNN/DM: the words of the train articles and abstracts.
   counts = count_words(article.split() + " ".join(abstract).split()
                        for article, abstract in examples["train"])

@@ -19,6 +19,7 @@ import struct
 from typing import Iterator, NamedTuple
 
 from absl import logging
+from google.protobuf import unknown_fields
 from google.protobuf.message import DecodeError
 import tensorflow as tf
 
@@ -166,6 +167,14 @@ def _bytes_feature(example, name):
   kind = feature[name].WhichOneof("kind")
   if kind != "bytes_list" or not feature[name].bytes_list.value:
     raise _Skip(f"'{name}' feature is not a non-empty bytes_list", f"kind: {kind}")
+  # The format has no checksum, and a damaged length byte inside a payload can still parse:
+  # the text is cut short and its rest becomes an unknown field or a second value. No writer
+  # produces either, so they mark a damaged record rather than a text to take.
+  values = feature[name].bytes_list
+  if (len(values.value) > 1 or unknown_fields.UnknownFieldSet(values)
+      or unknown_fields.UnknownFieldSet(feature[name])):
+    raise _Skip("damaged tf.train.Example",
+                f"'{name}' feature: {len(values.value)} values or unknown fields")
   try:
     return feature[name].bytes_list.value[0].decode("utf-8")
   except UnicodeDecodeError as e:
@@ -317,7 +326,10 @@ def _serialize(record):
       "abstract": tf.train.Feature(
           bytes_list=tf.train.BytesList(value=[_abstract_text(record).encode("utf-8")])),
   }
-  return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString(deterministic=True)
+  example = tf.train.Example(features=tf.train.Features(feature=features))
+  # Protobuf otherwise writes the `feature` map in hash-table order, which differs between
+  # processes: the same records must give the same bytes.
+  return example.SerializeToString(deterministic=True)
 
 
 def write_bin(path, records):

@@ -5,6 +5,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import numpy as np
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -35,3 +36,39 @@ def load_tool(name):
     sys.modules[name] = module
     spec.loader.exec_module(module)
   return sys.modules[name]
+
+
+def run_main(capsys, *args):
+  """(exit code, stdout, stderr) of `python -m pointer_gen.run *args`, run in this process:
+  a subprocess would spend seconds importing TensorFlow."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from pointer_gen import run  # pylint: disable=g-import-not-at-top
+  # run.main changes Grappler's options process-wide; the other tests keep theirs.
+  options = tf.config.optimizer.get_experimental_options()
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(["run", *args])
+  try:
+    run.main(["run"])
+    code = 0
+  except SystemExit as e:
+    code = e.code
+  finally:
+    flags.FLAGS.unparse_flags()
+    tf.config.optimizer.set_experimental_options(options)
+  out, err = capsys.readouterr()
+  return code, out, err
+
+
+def np64(x):
+  return np.asarray(x, np.float64)
+
+
+def np_sigmoid(x):
+  return 1.0 / (1.0 + np.exp(-x))
+
+
+def np_softmax(x, axis=-1):
+  x = x - x.max(axis=axis, keepdims=True)
+  e = np.exp(x)
+  return e / e.sum(axis=axis, keepdims=True)

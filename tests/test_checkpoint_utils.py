@@ -4,7 +4,6 @@ resumes from it at the right step with the right weights and a fresh optimizer."
 import os
 import shutil
 
-from absl import flags
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -15,12 +14,12 @@ from pointer_gen import config
 from pointer_gen import demo_data
 from pointer_gen import evaluate
 from pointer_gen import model as model_lib
-from pointer_gen import run
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-FLAGS = flags.FLAGS
+from conftest import run_main
+
 ADAGRAD_INIT_ACC = 0.1
 # The fixture trains to step 3, lets eval pick its best model there, then moves on to step 6.
 BEST_STEP, NEWEST_STEP = 3, 6
@@ -177,25 +176,6 @@ def test_utilities_refuse_what_they_cannot_do(trained, tmp_path):
                                         len(vocab))
 
 
-def _main(capsys, *args):
-  """(exit code, stdout, stderr) of `python -m pointer_gen.run *args`, run in this process:
-  a subprocess would spend seconds importing TensorFlow."""
-  # run.main turns Grappler's optimiser off process-wide; the other tests keep their setting.
-  grappler = tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
-  FLAGS.unparse_flags()
-  FLAGS(["run", *args])
-  try:
-    run.main(["run"])
-    code = 0
-  except SystemExit as e:
-    code = e.code
-  finally:
-    FLAGS.unparse_flags()
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": grappler})
-  out, err = capsys.readouterr()
-  return code, out, err
-
-
 def test_command_line_errors_and_success(trained, tmp_path, capsys):
   hps, _, corpus = trained
   common = [f"--data_path={corpus['train']}", f"--vocab_path={corpus['vocab']}",
@@ -205,20 +185,20 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
   copied = _copy_run(hps, tmp_path / "copied")
   empty = tmp_path / "empty"
 
-  code, _, err = _main(capsys, *common, f"--log_root={copied.log_root}",
+  code, _, err = run_main(capsys, *common, f"--log_root={copied.log_root}",
                        "--convert_to_coverage_model")
   assert code == 1 and "error: --convert_to_coverage_model needs --coverage" in err
-  code, _, err = _main(capsys, *common, f"--log_root={empty}", "--coverage",
+  code, _, err = run_main(capsys, *common, f"--log_root={empty}", "--coverage",
                        "--convert_to_coverage_model")
   assert code == 1 and f"no checkpoint in {empty / 'run' / 'train'} to convert" in err
-  code, _, err = _main(capsys, *common, f"--log_root={empty}", "--restore_best_model")
+  code, _, err = run_main(capsys, *common, f"--log_root={empty}", "--restore_best_model")
   assert code == 1 and f"--restore_best_model: no best model in {empty / 'run' / 'eval'}" in err
-  code, _, err = _main(capsys, *common, f"--log_root={copied.log_root}", "--mode=eval",
+  code, _, err = run_main(capsys, *common, f"--log_root={copied.log_root}", "--mode=eval",
                        "--restore_best_model")
   assert code == 1 and "work with --mode=train, not --mode=eval" in err
   assert not os.path.exists(empty / "run" / "train" / "checkpoint")
 
-  code, out, err = _main(capsys, *common, f"--log_root={copied.log_root}",
+  code, out, err = run_main(capsys, *common, f"--log_root={copied.log_root}",
                          "--restore_best_model")
   written = os.path.join(copied.train_dir, f"model.ckpt-{BEST_STEP}_best")
   assert code == 0, err

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 
-from absl import flags
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -22,14 +21,12 @@ from pointer_gen import demo_data
 from pointer_gen import evaluate
 from pointer_gen import losses
 from pointer_gen import model as model_lib
-from pointer_gen import run as run_lib
 from pointer_gen import summaries
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from conftest import REPO
+from conftest import REPO, run_main
 
-FLAGS = flags.FLAGS
 NUM_SAVES = 6
 MIN_SCORED = 3
 MODEL_FLAGS = ["--exp_name=run", "--hidden_dim=8", "--emb_dim=8", "--vocab_size=519",
@@ -62,25 +59,6 @@ def _saved_steps(train_log):
   """The steps of the checkpoints the trainer saved (the last may be saved twice: on time, then
   on exit)."""
   return sorted({int(s) for s in re.findall(r"Saved checkpoint \S+model\.ckpt-(\d+)", train_log)})
-
-
-def _main(capsys, *args):
-  """(exit code, stdout, stderr) of `python -m pointer_gen.run *args`, run in this process:
-  a subprocess would spend seconds importing TensorFlow."""
-  # run.main turns Grappler's optimiser off process-wide; the other tests keep their setting.
-  grappler = tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
-  FLAGS.unparse_flags()
-  FLAGS(["run", *args])
-  try:
-    run_lib.main(["run"])
-    code = 0
-  except SystemExit as e:
-    code = e.code
-  finally:
-    FLAGS.unparse_flags()
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": grappler})
-  out, err = capsys.readouterr()
-  return code, out, err
 
 
 def _error_lines(stderr):
@@ -245,7 +223,7 @@ def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys
   run = concurrent_run
   step = run["last_step"]
   ckpt = run["run_dir"] / "train" / f"model.ckpt-{step}"
-  code, out, err = _main(capsys, "--mode=eval", "--single_pass", f"--ckpt_path={ckpt}",
+  code, out, err = run_main(capsys, "--mode=eval", "--single_pass", f"--ckpt_path={ckpt}",
                          *run["common"])
   assert code == 0, err
   metrics_path = run["run_dir"] / "eval" / f"metrics-{step}.json"

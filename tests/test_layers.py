@@ -10,6 +10,8 @@ import tensorflow as tf
 
 from pointer_gen import layers
 
+from conftest import np64, np_sigmoid, np_softmax
+
 B, L, V, E, H = 3, 7, 11, 5, 4
 ENC_LEN = np.array([7, 4, 2])
 ATOL = 1e-5
@@ -24,18 +26,7 @@ def _mask(enc_len=ENC_LEN, length=L):
   return (np.arange(length)[None, :] < np.asarray(enc_len)[:, None]).astype(np.float32)
 
 
-def _np(x):
-  return np.asarray(x, np.float64)
-
-
-def _sigmoid(x):
-  return 1.0 / (1.0 + np.exp(-x))
-
-
-def _softmax(x, axis=-1):
-  x = x - x.max(axis=axis, keepdims=True)
-  e = np.exp(x)
-  return e / e.sum(axis=axis, keepdims=True)
+_np, _sigmoid, _softmax = np64, np_sigmoid, np_softmax
 
 
 def np_lstm_step(x, h, c, kernel, recurrent_kernel, bias):

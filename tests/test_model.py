@@ -7,6 +7,8 @@ import tensorflow as tf
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 
+from conftest import np64, np_sigmoid, np_softmax
+
 V, E, H = 11, 5, 4
 ATOL = 1e-5
 PROB_FLOOR = 1e-10
@@ -66,18 +68,7 @@ def make_batch(pointer_gen=True, rows=None, enc_width=None, dec_width=None):
 # numpy reference
 
 
-def _np(x):
-  return np.asarray(x, np.float64)
-
-
-def _sigmoid(x):
-  return 1.0 / (1.0 + np.exp(-x))
-
-
-def _softmax(x, axis=-1):
-  x = x - x.max(axis=axis, keepdims=True)
-  e = np.exp(x)
-  return e / e.sum(axis=axis, keepdims=True)
+_np, _sigmoid, _softmax = np64, np_sigmoid, np_softmax
 
 
 def np_lstm_step(x, h, c, cell):
