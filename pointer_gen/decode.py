@@ -106,8 +106,18 @@ class SinglePassDecoder:
       done += 1
     return done
 
+  def _remove_partial_writes(self):
+    """Deletes the temporary files of writes an interrupted run did not finish: nothing here
+    reads them, but tools that list decoded/ (pyrouge's `(\\d+)_decoded.txt`) would take them
+    for examples."""
+    for directory in (self.dir, self.ref_dir, self.dec_dir):
+      for name in os.listdir(directory) if os.path.isdir(directory) else []:
+        if ".tmp-" in name:
+          os.remove(os.path.join(directory, name))
+
   def run(self):
     done = self._already_decoded()
+    self._remove_partial_writes()
     os.makedirs(self.ref_dir, exist_ok=True)
     os.makedirs(self.dec_dir, exist_ok=True)
     per_example = self._per_example(done)

@@ -151,6 +151,8 @@ class Trainer:
 
   def restore(self):
     """Resumes from the newest checkpoint in the (chief's) train dir, if any; returns its path."""
+    if self.out_dir.chief:
+      self._remove_cut_off_saves()
     path = checkpoints.newest(self.hps.train_dir)
     if path:
       self.checkpoint.restore(path).assert_existing_objects_matched()
@@ -158,6 +160,32 @@ class Trainer:
     else:
       logging.info("No checkpoint in %s: starting from fresh weights.", self.hps.train_dir)
     return path
+
+  def _remove_cut_off_saves(self):
+    """Deletes what saves cut off by a crash or a full disk left behind, each file up to a whole
+    model's size. TF writes a checkpoint into `<prefix>_temp/`, renames the data file, writes
+    the .index in place and only then lists it in the state file (itself written to a temporary
+    name and renamed); no save is in progress while the trainer starts.
+    """
+    directory = self.hps.train_dir
+    state = tf.train.get_checkpoint_state(directory)
+    listed = {os.path.abspath(p) for p in state.all_model_checkpoint_paths} if state else set()
+    pattern = os.path.join(directory, f"{checkpoints.CHECKPOINT_NAME}-*")
+    debris = tf.io.gfile.glob(pattern + "_temp") + tf.io.gfile.glob(
+        os.path.join(directory, "checkpoint.tmp*"))
+    prefixes = {p.split(".data-")[0] for p in tf.io.gfile.glob(pattern + ".data-*")}
+    prefixes |= {p[:-len(".index")] for p in tf.io.gfile.glob(pattern + ".index")}
+    for prefix in sorted(p for p in prefixes if os.path.abspath(p) not in listed):
+      try:
+        tf.train.load_checkpoint(prefix)
+      except tf.errors.OpError:
+        debris += tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*")
+    for path in debris:
+      if tf.io.gfile.isdir(path):
+        tf.io.gfile.rmtree(path)
+      else:
+        tf.io.gfile.remove(path)
+      logging.info("Removed %s, left by a save that was cut off.", path)
 
   def save(self):
     step = int(self.step.numpy())

@@ -1,0 +1,337 @@
+"""Reliability of the command line: NaN/Inf losses, a full disk or unwritable output directory,
+an interrupted decode, and a short SIGKILL soak of training beside a concurrent eval.
+
+Train, eval and decode run as `python -m pointer_gen.run` subprocesses with a tiny model on the
+demo corpus, each op on one thread so that two processes share the 2 cores and runs from the
+same checkpoint and seed repeat bit for bit.
+"""
+
+import glob
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_gen import config
+from pointer_gen import decode
+from pointer_gen import demo_data
+from pointer_gen import metrics
+from pointer_gen import train
+from pointer_gen import vocab as vocab_lib
+
+from conftest import load_tool
+
+TINY = ("--vocab_size=519", "--hidden_dim=8", "--emb_dim=8", "--batch_size=4",
+        "--max_enc_steps=40", "--max_dec_steps=10", "--seed=1")
+DECODE = ("--mode=decode", "--single_pass", "--beam_size=2", "--min_dec_steps=2",
+          "--max_dec_steps=8", "--batch_size=1", "--max_decode_examples=40")
+ENV = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
+TIMEOUT_SECS = 300
+
+
+def _run(corpus, log_root, *args, split="train", preexec_fn=None):
+  """A finished `python -m pointer_gen.run` on the demo corpus: (exit code, stdout, stderr)."""
+  result = subprocess.run(
+      [sys.executable, "-m", "pointer_gen.run", f"--data_path={corpus[split]}",
+       f"--vocab_path={corpus['vocab']}", f"--log_root={log_root}", "--exp_name=run", *TINY,
+       *args], capture_output=True, text=True, env=ENV, timeout=TIMEOUT_SECS,
+      preexec_fn=preexec_fn, check=False)
+  return result.returncode, result.stdout, result.stderr
+
+
+def _weights(prefix):
+  """Every variable of a checkpoint but the save counter (weights, Adagrad accumulators, step,
+  optimizer iterations), by name."""
+  reader = tf.train.load_checkpoint(prefix)
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+          if not name.startswith(("save_counter", "_CHECKPOINTABLE_OBJECT_GRAPH"))}
+
+
+def _steps_logged(stderr):
+  return [int(s) for s in re.findall(r"\] step (\d+): ", stderr)]
+
+
+def _checkpoint_steps(train_dir):
+  return sorted(int(re.search(r"-(\d+)\.index$", p).group(1))
+                for p in glob.glob(os.path.join(train_dir, "model.ckpt-*.index")))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+  return demo_data.ensure_demo_corpus(str(tmp_path_factory.mktemp("demo") / "demo_data"))
+
+
+@pytest.fixture(scope="module")
+def trained(corpus, tmp_path_factory):
+  """A run directory whose only checkpoint is model.ckpt-4."""
+  root = tmp_path_factory.mktemp("trained")
+  code, _, err = _run(corpus, root, "--num_train_steps=4", "--checkpoint_secs=1000")
+  assert code == 0, err
+  return root / "run"
+
+
+def _copy_run(trained, tmp_path):
+  shutil.copytree(trained, tmp_path / "run")
+  return tmp_path / "run" / "train"
+
+
+# ------------------------------------------------------------------------------ NaN and Inf
+
+
+def test_nonfinite_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(
+    corpus, trained, tmp_path):
+  train_dir = _copy_run(trained, tmp_path)
+  code, _, err = _run(corpus, tmp_path, "--num_train_steps=20", "--checkpoint_secs=1",
+                      "--inject_nonfinite_at_step=8")
+  assert code == 1
+  assert "Traceback" not in err
+  assert re.search(r"^error: Non-finite loss or gradient at step 8 .*the update was NOT "
+                   r"applied; the newest checkpoint in \S+ is the last good one", err, re.M), err
+  assert _steps_logged(err) == [5, 6, 7]
+  # Nothing at or past the bad step was saved, and the newest checkpoint is a good one: the
+  # same weights and optimizer state as a clean run from the same start to the same step.
+  newest = tf.train.latest_checkpoint(train_dir)
+  last_good = int(newest.rsplit("-", 1)[1])
+  # The first step after the resume is traced, which takes longer than the 1 s interval: the
+  # run saves it, so the run itself wrote the checkpoint that must be good.
+  assert max(_checkpoint_steps(train_dir)) == last_good and 5 <= last_good <= 7
+  saved = _weights(newest)
+  assert saved["step/.ATTRIBUTES/VARIABLE_VALUE"] == last_good
+  assert all(np.isfinite(v).all() for v in saved.values() if v.dtype.kind == "f")
+  replay_dir = _copy_run(trained, tmp_path / "replay")
+  code, _, err = _run(corpus, tmp_path / "replay", f"--num_train_steps={last_good}",
+                      "--checkpoint_secs=1000")
+  assert code == 0, err
+  replayed = _weights(os.path.join(replay_dir, f"model.ckpt-{last_good}"))
+  assert saved.keys() == replayed.keys()
+  for name, value in saved.items():
+    np.testing.assert_array_equal(value, replayed[name], err_msg=name)
+
+
+def test_skip_nonfinite_batches_continues_counts_and_logs(corpus, tmp_path):
+  # Before the hook fired only once, the skipped step never advanced and every later batch was
+  # poisoned again: this run never ended.
+  code, out, err = _run(corpus, tmp_path, "--num_train_steps=6", "--checkpoint_secs=1000",
+                        "--skip_nonfinite_batches", "--inject_nonfinite_at_step=3")
+  assert code == 0, err
+  assert "Traceback" not in err
+  assert re.search(r"Non-finite loss or gradient at step 3 \(loss nan, .*the update was NOT "
+                   r"applied; batch skipped \(1 so far, --skip_nonfinite_batches\)", err), err
+  assert _steps_logged(err) == [1, 2, 3, 4, 5, 6]
+  assert _checkpoint_steps(tmp_path / "run" / "train") == [6]
+  assert "Trained steps 1-6" in out
+
+
+def test_a_skipped_batch_leaves_weights_and_optimizer_state_untouched(corpus, tmp_path):
+  hps = config.HParams(
+      data_path=corpus["train"], vocab_path=corpus["vocab"], log_root=str(tmp_path),
+      exp_name="run", vocab_size=519, hidden_dim=8, emb_dim=8, batch_size=4, max_enc_steps=40,
+      max_dec_steps=10, seed=1, skip_nonfinite_batches=True, inject_nonfinite_at_step=2)
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  trainer = train.Trainer(hps, vocab)
+  step_fn = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, len(vocab))
+  batches = iter(trainer.dataset())
+
+  def state():
+    # The optimizer's step counter counts calls, skipped ones included; all else must hold.
+    variables = trainer.model.variables + [v for v in trainer.optimizer.variables
+                                           if "iteration" not in v.path]
+    return [v.numpy().copy() for v in variables]
+
+  assert bool(step_fn(batches)["finite"]) and int(trainer.step.numpy()) == 1
+  before = state()
+  report = step_fn(batches)
+  assert not bool(report["finite"]) and np.isnan(report["total_loss"])
+  assert int(trainer.step.numpy()) == 1
+  for a, b in zip(before, state()):
+    np.testing.assert_array_equal(a, b)
+  assert bool(step_fn(batches)["finite"]) and int(trainer.step.numpy()) == 2
+  assert any(not np.array_equal(a, b) for a, b in zip(before, state()))
+
+
+# ------------------------------------------------------------- full disk, unwritable directory
+
+
+def _file_size_limit(limit):
+  """A preexec_fn that caps every file the child writes at `limit` bytes, as a full disk does:
+  writes past it fail with EFBIG (SIGXFSZ, which would kill the child, is ignored). stdout and
+  stderr are pipes, which the cap does not touch."""
+
+  def apply():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+  return apply
+
+
+def _files(prefix):
+  return {p: open(p, "rb").read() for p in sorted(glob.glob(prefix + ".*"))}
+
+
+def test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoint(
+    corpus, trained, tmp_path):
+  train_dir = _copy_run(trained, tmp_path)
+  previous = os.path.join(train_dir, "model.ckpt-4")
+  before = _files(previous)
+  # The tiny model's checkpoint is ~100 KB; a few steps of summaries stay far below the cap.
+  code, _, err = _run(corpus, tmp_path, "--num_train_steps=6", "--checkpoint_secs=1000",
+                      preexec_fn=_file_size_limit(50_000))
+  assert code == 1
+  assert "Traceback" not in err
+  assert re.search(rf"^error: \S+: could not write the checkpoint of step 6; the newest complete "
+                   rf"checkpoint is still {re.escape(previous)} \(.*File too large", err, re.M), err
+  assert tf.train.latest_checkpoint(train_dir) == previous
+  assert _files(previous) == before
+  assert _weights(previous)["step/.ATTRIBUTES/VARIABLE_VALUE"] == 4
+  # With space again, training resumes from it and clears what the failed save left.
+  code, _, err = _run(corpus, tmp_path, "--num_train_steps=5", "--checkpoint_secs=1000")
+  assert code == 0, err
+  assert f"Restored {previous} (step 4)" in err
+  assert "model.ckpt-6_temp, left by a save that was cut off" in err
+  assert not glob.glob(os.path.join(train_dir, "*_temp"))
+  assert _checkpoint_steps(train_dir) == [4, 5]
+
+
+def test_disk_full_while_writing_summaries_is_a_clear_error(corpus, trained, tmp_path):
+  train_dir = _copy_run(trained, tmp_path)
+  before = _files(os.path.join(train_dir, "model.ckpt-4"))
+  code, _, err = _run(corpus, tmp_path, "--num_train_steps=100000", "--checkpoint_secs=100000",
+                      preexec_fn=_file_size_limit(12_000))
+  assert code == 1
+  assert "Traceback" not in err
+  assert re.search(r"^error: \S+/train: could not write TensorBoard summaries \(.*events\.out\."
+                   r"tfevents\..*File too large", err, re.M), err
+  assert _files(os.path.join(train_dir, "model.ckpt-4")) == before
+
+
+def test_output_directory_that_cannot_be_created_is_a_clear_error(corpus, tmp_path):
+  # Tests run as root, which chmod does not stop; a regular file where a directory must go
+  # stops everyone.
+  (tmp_path / "a_file").write_text("not a directory")
+  code, _, err = _run(corpus, tmp_path / "a_file" / "logs", "--num_train_steps=2")
+  assert code == 1
+  assert "Traceback" not in err
+  assert re.search(r"^error: cannot create the output directory \S+a_file/logs/run/train "
+                   r"\(check --log_root\): Not a directory$", err, re.M), err
+
+
+# ----------------------------------------------------------------- interrupted decode resumes
+
+
+def _decode_dir(run_dir):
+  (directory,) = glob.glob(os.path.join(run_dir, "decode_val_*"))
+  return directory
+
+
+def _decode_files(directory):
+  return {f"{sub}/{name}": open(os.path.join(directory, sub, name), encoding="utf-8").read()
+          for sub in ("decoded", "reference")
+          for name in sorted(os.listdir(os.path.join(directory, sub)))}
+
+
+@pytest.fixture(scope="module")
+def decode_reference(corpus, trained, tmp_path_factory):
+  """The files of an uninterrupted decode of the trained model (subprocess)."""
+  root = tmp_path_factory.mktemp("decode_reference")
+  shutil.copytree(trained, root / "run")
+  code, _, err = _run(corpus, root, *DECODE, split="val")
+  assert code == 0, err
+  directory = _decode_dir(root / "run")
+  return _decode_files(directory), open(os.path.join(directory, "metrics.json")).read()
+
+
+def _same_metrics(a, b):
+  # p_gen means are averaged in a different order after a resume: equal to float precision.
+  strip = lambda text: re.sub(r'"p_gen_mean": [0-9.e-]+', "", text)
+  return strip(a) == strip(b)
+
+
+def test_decode_killed_mid_run_resumes_to_the_same_files(corpus, trained, decode_reference,
+                                                        tmp_path):
+  reference, reference_metrics = decode_reference
+  shutil.copytree(trained, tmp_path / "run")
+  args = [sys.executable, "-m", "pointer_gen.run", f"--data_path={corpus['val']}",
+          f"--vocab_path={corpus['vocab']}", f"--log_root={tmp_path}", "--exp_name=run", *TINY,
+          *DECODE]
+  proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+  decoded = tmp_path / "run" / _decode_dir_name(corpus) / "decoded"
+  deadline = time.time() + TIMEOUT_SECS
+  while time.time() < deadline and len(os.listdir(decoded) if decoded.is_dir() else []) < 5:
+    time.sleep(0.01)
+  # Then killed inside a file write: its temporary file lives for about a millisecond, so
+  # look without sleeping.
+  while time.time() < deadline and not any(".tmp-" in n for n in os.listdir(decoded)):
+    pass
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  done = len([n for n in os.listdir(decoded) if n.endswith("_decoded.txt")])
+  assert 5 <= done < 40, done
+  assert not (decoded.parent / "metrics.json").exists()
+  code, _, err = _run(corpus, tmp_path, *DECODE, split="val")
+  assert code == 0, err
+  assert re.search(r"Resuming the decode in \S+ after \d+ examples", err)
+  assert _decode_files(decoded.parent) == reference
+  assert _same_metrics(open(decoded.parent / "metrics.json").read(), reference_metrics)
+
+
+def _decode_dir_name(corpus):
+  hps = config.HParams(data_path=corpus["val"], max_enc_steps=40, beam_size=2, min_dec_steps=2,
+                       max_dec_steps=8)
+  return decode.decode_dir_name(hps, "model.ckpt-4")
+
+
+class _Killed(BaseException):
+  """Stands for SIGKILL inside the process: nothing after the raise runs."""
+
+
+@pytest.mark.parametrize("dies_after", ["reference/000003_reference.txt",
+                                        "decoded/000003_decoded.txt"])
+def test_decode_dying_between_its_writes_resumes_to_the_same_files(
+    corpus, trained, decode_reference, tmp_path, monkeypatch, dies_after):
+  """Death right after each write of one example. After its decoded file the example counts
+  as done, and the resume used to refuse: the p_gen log line came after that file."""
+  reference, _ = decode_reference
+  shutil.copytree(trained, tmp_path / "run")
+  hps = config.HParams(
+      mode="decode", single_pass=True, data_path=corpus["val"], vocab_path=corpus["vocab"],
+      log_root=str(tmp_path), exp_name="run", vocab_size=519, hidden_dim=8, emb_dim=8,
+      batch_size=1, max_enc_steps=40, max_dec_steps=8, min_dec_steps=2, beam_size=2,
+      max_decode_examples=40)
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  write = metrics.write_text_atomic
+
+  def write_then_die(path, text):
+    write(path, text)
+    if path.endswith(dies_after):
+      raise _Killed(path)
+
+  monkeypatch.setattr(metrics, "write_text_atomic", write_then_die)
+  with pytest.raises(_Killed):
+    decode.run(hps, vocab)
+  monkeypatch.setattr(metrics, "write_text_atomic", write)
+  decode.run(hps, vocab)
+  assert _decode_files(_decode_dir(tmp_path / "run")) == reference
+
+
+# --------------------------------------------------------------------------------- short soak
+
+
+def test_short_soak_sigkill_training_beside_eval(tmp_path):
+  """tools/soak.py at a small scale: 3 SIGKILLs (the 1st and 3rd inside a checkpoint write),
+  restarts, and a concurrent eval that must never fail; it raises on any failed check."""
+  soak = load_tool("soak")
+  summary = soak.kill_soak(str(tmp_path), kills=3, seed=0, report=lambda line: None)
+  assert summary["kills"] == summary["kills_survived"] == 3
+  # The first kill may cut off the very first save: that restart starts afresh.
+  assert summary["resumes"] >= 2
+  assert summary["kills_during_checkpoint_write"] >= 1
+  assert summary["unreadable_files"] == [] and summary["eval_failures"] == 0
+  assert summary["checkpoints_loaded"] >= 3 and summary["eval_checkpoints_scored"] >= 1
