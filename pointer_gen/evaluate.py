@@ -70,7 +70,7 @@ def make_score_fn(model, hps, vocab_size):
 
   @tf.function(input_signature=[data.batch_spec()])
   def score(batch):
-    outputs = model(batch)
+    outputs = model(batch, real_steps_only=True)
     per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)  # each [B]
     scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt)
     return per_example, scalars

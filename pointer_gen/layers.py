@@ -47,8 +47,11 @@ class Encoder(keras.layers.Layer):
     return tf.stack([tf.convert_to_tensor(getattr(cell, weight))
                      for cell in (self.fw_cell, self.bw_cell)])
 
-  def call(self, embedded, mask):
-    """embedded [B, L, E], mask [B, L] bool -> states [B, L, 2H], fw/bw final (h, c) each [B, H]."""
+  def call(self, embedded, mask, for_xla=False):
+    """embedded [B, L, E], mask [B, L] bool -> states [B, L, 2H], fw/bw final (h, c) each [B, H].
+
+    for_xla bounds the loop, which XLA requires (and which slows the plain graph's gradient).
+    """
     lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # [B]
     # The backward direction reads each article from its own last real word.
     backward = tf.reverse_sequence(embedded, lengths, seq_axis=1, batch_axis=0)  # [B, L, E]
@@ -77,7 +80,8 @@ class Encoder(keras.layers.Layer):
 
     _, h, c, outputs = tf.while_loop(
         lambda t, *_: t < length, body,
-        [tf.constant(0), zeros, zeros, tf.TensorArray(embedded.dtype, size=length)])
+        [tf.constant(0), zeros, zeros, tf.TensorArray(embedded.dtype, size=length)],
+        maximum_iterations=length if for_xla else None)
     outputs = tf.transpose(outputs.stack(), [1, 2, 0, 3])  # [2, B, L, H]
     backward_out = tf.reverse_sequence(outputs[1], lengths, seq_axis=1, batch_axis=0)  # [B, L, H]
     states = tf.concat([outputs[0], backward_out], axis=2)  # [B, L, 2H]
@@ -125,6 +129,67 @@ class ReduceState(keras.layers.Layer):
             "trunc_norm_init_std": self.trunc_norm_init_std}
 
 
+def attention_scores(memory_features, query_features, v, coverage=None, w_c=None):
+  """e_i = v . tanh(W_h h_i + W_s s + b [+ w_c cov_i]) with a hand-written gradient.
+
+  memory_features [B, L, U], query_features [B, U], v [U], coverage [B, L], w_c [1, U] ->
+  scores [B, L]. This runs at every decoder step over [B, L, U], which is where training's
+  time goes: the dot with v is one matvec, and the backward pass reuses tanh's output and
+  makes a single [B, L, U] tensor (the features' gradient) where the automatic gradient makes
+  several broadcasts and products. Tests compare both against the plain formula's gradient.
+  """
+  if coverage is None:
+    return _scores(memory_features, query_features, v)
+  return _scores_with_coverage(memory_features, query_features, v, coverage, w_c)
+
+
+def _scores_backward(activations, d_scores, v):
+  """Gradients of scores = activations . v: for the pre-tanh features [B, L, U] and for v [U]."""
+  d_features = tf.raw_ops.TanhGrad(y=activations, dy=d_scores[:, :, None] * v)  # [B, L, U]
+  return d_features, tf.einsum("blu,bl->u", activations, d_scores)
+
+
+@tf.custom_gradient
+def _scores(memory_features, query_features, v):
+  activations = tf.tanh(memory_features + query_features[:, None, :])  # [B, L, U]
+
+  def gradient(d_scores):  # [B, L]
+    d_features, d_v = _scores_backward(activations, d_scores, v)
+    return d_features, tf.reduce_sum(d_features, axis=1), d_v
+
+  return tf.linalg.matvec(activations, v), gradient  # [B, L]
+
+
+@tf.custom_gradient
+def _scores_with_coverage(memory_features, query_features, v, coverage, w_c):
+  activations = tf.tanh(memory_features + (query_features[:, None, :]
+                                           + coverage[:, :, None] * w_c))  # [B, L, U]
+
+  def gradient(d_scores):  # [B, L]
+    d_features, d_v = _scores_backward(activations, d_scores, v)
+    return (d_features, tf.reduce_sum(d_features, axis=1), d_v,
+            tf.linalg.matvec(d_features, w_c[0]),  # [B, L]
+            tf.einsum("blu,bl->u", d_features, coverage)[None, :])  # [1, U]
+
+  return tf.linalg.matvec(activations, v), gradient  # [B, L]
+
+
+@tf.custom_gradient
+def attention_context(attn, encoder_states):
+  """sum_i a_i h_i: attn [B, L], encoder_states [B, L, D] -> [B, D].
+
+  Einsum's gradient for the states builds the outer product a g^T as a batched matmul with an
+  inner dimension of 1, the slowest part of the decoder's backward pass; a broadcast product
+  gives the same numbers.
+  """
+
+  def gradient(d_context):  # [B, D]
+    return (tf.linalg.matvec(encoder_states, d_context),  # [B, L]
+            attn[:, :, None] * d_context[:, None, :])  # [B, L, D]
+
+  return tf.linalg.matvec(encoder_states, attn, transpose_a=True), gradient
+
+
 @keras.saving.register_keras_serializable("pointer_gen")
 class BahdanauCoverageAttention(keras.layers.Layer):
   """e_i = v . tanh(W_h h_i + W_s [c; h] + b + w_c cov_i); masked softmax; context = sum a_i h_i."""
@@ -154,15 +219,17 @@ class BahdanauCoverageAttention(keras.layers.Layer):
 
     Returns context [B, 2H] and the attention distribution [B, L].
     """
-    query_features = self.query_layer(query)[:, None, :]  # [B, 1, units]
-    features = memory_features + query_features  # [B, L, units]
+    query_features = self.query_layer(query)  # [B, units]
+    v = tf.convert_to_tensor(self.v)  # [units]
     if self.use_coverage and coverage is not None:
-      features += coverage[:, :, None] * self.w_c  # [B, L, units]
-    scores = tf.reduce_sum(self.v * tf.tanh(features), axis=2)  # [B, L]
+      scores = attention_scores(memory_features, query_features, v, coverage,
+                                tf.convert_to_tensor(self.w_c))  # [B, L]
+    else:
+      scores = attention_scores(memory_features, query_features, v)  # [B, L]
     # As the original: softmax over every position, zero the padding, renormalise.
     attn = tf.nn.softmax(scores) * encoder_mask  # [B, L]
     attn /= tf.reduce_sum(attn, axis=1, keepdims=True)  # [B, L]
-    context = tf.einsum("bl,bld->bd", attn, encoder_states)  # [B, 2H]
+    context = attention_context(attn, encoder_states)  # [B, 2H]
     return context, attn
 
   def get_config(self):

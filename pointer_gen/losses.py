@@ -9,6 +9,26 @@ from pointer_gen import layers
 PROB_FLOOR = 1e-10
 
 
+@tf.custom_gradient
+def softmax_at(logits, ids):
+  """softmax(logits)[r, ids[r]] for logits [R, V], ids [R] -> [R], with a hand-written gradient.
+
+  The automatic gradient of gather-after-softmax scatters into a fresh [R, V] zero tensor and
+  then runs softmax's generic backward over it; the gradient is simply
+  d * p_r * (onehot(ids[r]) - softmax(logits)[r]), one pass over the kept probabilities plus
+  an in-place add of R entries. Tests compare it with the automatic gradient.
+  """
+  probs = tf.nn.softmax(logits)  # [R, V]
+  picked = tf.gather(probs, ids, batch_dims=1)  # [R]
+
+  def gradient(d_picked):  # [R]
+    scale = d_picked * picked  # [R]
+    on_ids = tf.stack([tf.range(tf.shape(ids)[0]), ids], axis=1)  # [R, 2]
+    return tf.tensor_scatter_nd_add(-scale[:, None] * probs, on_ids, scale), None  # [R, V]
+
+  return picked, gradient
+
+
 def _generated_probs(outputs, target, vocab_size):
   """P_vocab(target_t) where the target is in the fixed vocabulary, else 0: [B, T]."""
   in_vocab = target < vocab_size  # [B, T]
@@ -18,8 +38,7 @@ def _generated_probs(outputs, target, vocab_size):
     generated = tf.gather(probs, vocab_ids, batch_dims=2)  # [B, T]
   else:
     positions = outputs["real_positions"]  # [R, 2]
-    probs = tf.nn.softmax(outputs["real_vocab_logits"])  # [R, V]
-    real = tf.gather(probs, tf.gather_nd(vocab_ids, positions), batch_dims=1)  # [R]
+    real = softmax_at(outputs["real_vocab_logits"], tf.gather_nd(vocab_ids, positions))  # [R]
     generated = tf.scatter_nd(positions, real, tf.shape(target))  # [B, T], 0 on padding
   return generated * tf.cast(in_vocab, generated.dtype)
 
@@ -61,7 +80,12 @@ def gold_probs_scattered(outputs, target, enc_input_ext, max_oovs):
 
 def coverage_loss_per_step(attn):
   """sum_i min(a_i^t, cov_i^t) with cov^t the sum of earlier attention: attn [B, T, L] -> [B, T]."""
-  coverage = tf.cumsum(attn, axis=1, exclusive=True)  # [B, T, L]
+  steps = tf.shape(attn)[1]
+  # The sum of the earlier steps as a matmul with a strictly lower-triangular [T, T] matrix:
+  # cheaper, forward and backward, than a cumsum along the middle axis.
+  earlier = tf.linalg.band_part(tf.ones([steps, steps], attn.dtype), -1, 0) - tf.eye(
+      steps, dtype=attn.dtype)  # [T, T]
+  coverage = tf.einsum("ts,bsl->btl", earlier, attn)  # [B, T, L]
   return tf.reduce_sum(tf.minimum(attn, coverage), axis=2)
 
 

@@ -45,12 +45,12 @@ class PointerGenerator(keras.Model):
     self.cell.build()
     self.built = True
 
-  def encode(self, enc_input, enc_len):
+  def encode(self, enc_input, enc_len, for_xla=False):
     """enc_input [B, L] ids -> encoder states, their W_h features, mask, initial decoder state."""
     length = tf.shape(enc_input)[1]
     mask = tf.sequence_mask(enc_len, length)  # [B, L] bool
     embedded = self.embedding(enc_input)  # [B, L, E]
-    states, fw_state, bw_state = self.encoder(embedded, mask)  # [B, L, 2H]
+    states, fw_state, bw_state = self.encoder(embedded, mask, for_xla=for_xla)  # [B, L, 2H]
     features = self.cell.attention.memory_features(states)  # [B, L, 2H]
     c, h = self.reduce_state(fw_state, bw_state)  # [B, H] each
     batch = tf.shape(enc_input)[0]
@@ -59,15 +59,15 @@ class PointerGenerator(keras.Model):
     mask = tf.cast(mask, states.dtype)  # [B, L]
     return states, features, mask, (c, h, context, coverage)
 
-  def call(self, batch, real_steps_only=False):
+  def call(self, batch, real_steps_only=False, for_xla=False):
     """Teacher forcing over `dec_input`; the vocabulary projection runs once, after the loop.
 
     Returns vocab_logits [B, T, V], attn [B, T, L], p_gen [B, T] (pointer mode). With
     real_steps_only, the projection (the costliest part of training) skips the padding steps:
     real_positions [R, 2] (batch, step) of the R real steps and real_vocab_logits [R, V]
-    replace vocab_logits.
+    replace vocab_logits. for_xla bounds the loops, as XLA requires (it slows the plain graph).
     """
-    states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"])
+    states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"], for_xla)
     embedded = self.embedding(batch["dec_input"])  # [B, T, E]
     steps = tf.shape(embedded)[1]
     # A TensorArray, not indexing: see Encoder.call.
@@ -87,7 +87,8 @@ class PointerGenerator(keras.Model):
     dtype = states.dtype
     arrays = [tf.TensorArray(dtype, size=steps) for _ in range(4)]
     _, _, outputs_ta, contexts_ta, attn_ta, p_gen_ta = tf.while_loop(
-        lambda t, *_: t < steps, body, [tf.constant(0), state] + arrays)
+        lambda t, *_: t < steps, body, [tf.constant(0), state] + arrays,
+        maximum_iterations=steps if for_xla else None)
     outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])  # [B, T, H]
     contexts = tf.transpose(contexts_ta.stack(), [1, 0, 2])  # [B, T, 2H]
     result = {"attn": tf.transpose(attn_ta.stack(), [1, 0, 2])}  # [B, T, L]

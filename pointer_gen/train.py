@@ -63,7 +63,7 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
   def replica_step(batch):
     num_examples = _all_reduce_sum(tf.shape(batch["dec_len"])[0])
     with tf.GradientTape() as tape:
-      outputs = model(batch, real_steps_only=True)
+      outputs = model(batch, real_steps_only=True, for_xla=jit_compile)
       per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)
       num_tokens = _all_reduce_sum(tf.reduce_sum(per_example["tokens"]))
       scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt,
@@ -94,9 +94,12 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
                               / _all_reduce_sum(tf.reduce_sum(mask)))
     return report
 
-  @tf.function(jit_compile=jit_compile or None)
+  # Reading the iterator cannot be compiled by XLA: only the step on the batch is.
+  compiled_step = tf.function(replica_step, jit_compile=True) if jit_compile else replica_step
+
+  @tf.function
   def train_step(iterator):
-    report = strategy.run(replica_step, args=(next(iterator),))
+    report = strategy.run(compiled_step, args=(next(iterator),))
     # Every replica holds the same all-reduced values: take the first one's.
     return {k: strategy.experimental_local_results(v)[0] for k, v in report.items()}
 

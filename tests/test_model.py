@@ -483,6 +483,29 @@ def test_padding_a_lone_example_further_does_not_change_its_loss():
 # Optimisations against the plain formulation
 
 
+def test_softmax_at_matches_the_automatic_gradient_of_gather_after_softmax():
+  rng = np.random.default_rng(4)
+  logits = tf.constant(rng.normal(scale=3.0, size=(5, 9)), tf.float32)
+  ids = tf.constant([0, 8, 3, 3, 5], tf.int32)
+  weights = tf.constant(rng.normal(size=5), tf.float32)
+
+  def value_and_gradient(fn):
+    with tf.GradientTape() as tape:
+      tape.watch(logits)
+      picked = fn(logits, ids)
+      loss = tf.reduce_sum(tf.math.log(picked) * weights)
+    return picked.numpy(), tape.gradient(loss, logits).numpy()
+
+  fast, fast_grad = value_and_gradient(losses.softmax_at)
+  plain, plain_grad = value_and_gradient(
+      lambda x, i: tf.gather(tf.nn.softmax(x), i, batch_dims=1))
+  expected = np_softmax(np64(logits.numpy()))[np.arange(5), ids.numpy()]
+  np.testing.assert_allclose(fast, expected, rtol=1e-5)
+  np.testing.assert_allclose(plain, expected, rtol=1e-5)
+  assert np.abs(plain_grad).max() > 0.1
+  np.testing.assert_allclose(fast_grad, plain_grad, atol=1e-6)
+
+
 @pytest.mark.parametrize("pointer_gen,coverage", MODES, ids=MODE_IDS)
 def test_projecting_only_real_steps_gives_the_plain_loss_and_gradients(pointer_gen, coverage):
   model = make_model(pointer_gen, coverage, seed=5)
