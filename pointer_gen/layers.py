@@ -166,8 +166,12 @@ def _scores(memory_features, query_features, v):
 
 @tf.custom_gradient
 def _scores_with_coverage(memory_features, query_features, v, coverage, w_c):
-  activations = tf.tanh(memory_features + (query_features[:, None, :]
-                                           + coverage[:, :, None] * w_c))  # [B, L, U]
+  # W_s s + b + w_c cov_i for every position as one batched matmul [cov_i, 1] @ [w_c; W_s s + b]:
+  # one pass over [B, L, U] where a broadcast product and a broadcast sum make two.
+  coefficients = tf.stack([coverage, tf.ones_like(coverage)], axis=2)  # [B, L, 2]
+  rows = tf.stack([tf.broadcast_to(w_c[0], tf.shape(query_features)), query_features],
+                  axis=1)  # [B, 2, U]
+  activations = tf.tanh(memory_features + tf.matmul(coefficients, rows))  # [B, L, U]
 
   def gradient(d_scores):  # [B, L]
     d_features, d_v = _scores_backward(activations, d_scores, v)

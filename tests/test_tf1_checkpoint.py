@@ -3,7 +3,8 @@
 The reference is computed by TensorFlow itself, not by our code: this file, run as a script in a
 subprocess with TF_USE_LEGACY_KERAS=1 (tf.compat.v1's RNN cells then come from tf_keras, which
 holds TF1's LSTMCell; with Keras 3 they are unavailable), builds the original's graph in TF1
-graph mode under its exact variable scopes: TF1's LSTMCell in bidirectional_dynamic_rnn, the
+graph mode with tools/tf1_reference.py (also the speed baseline of tools/benchmark.py's note)
+under its exact variable scopes: TF1's LSTMCell in bidirectional_dynamic_rnn, the
 reduce-states, the attention decoder written the TF1 way (linear() on concatenated arguments,
 W_h and w_c as 1x1 convolutions, input feeding, p_gen, scatter_nd final distribution), the
 masked losses, one TF1 Adagrad update, and tf.compat.v1.train.Saver checkpoints.
@@ -60,148 +61,33 @@ WORDS = [f"w{i}" for i in range(V - 4)]
 # ------------------------------------------------------------------ the TF1 reference (subprocess)
 
 
-def _tf1_linear(args, output_size):
-  """The original's linear(): one `Linear/Matrix` on the concatenated args, plus a `Bias`
-  initialised to zero."""
-  v1 = tf.compat.v1
-  width = sum(a.shape.as_list()[1] for a in args)
-  with v1.variable_scope("Linear"):
-    matrix = v1.get_variable("Matrix", [width, output_size])
-    bias = v1.get_variable("Bias", [output_size], initializer=v1.zeros_initializer())
-  return tf.matmul(tf.concat(args, axis=1), matrix) + bias
-
-
-def _tf1_attention_decoder(inputs, initial_state, enc_states, enc_mask, cell,
-                           initial_state_attention, prev_coverage=None):
-  """The original's attention_decoder (pointer-generator with coverage), written in TF1 graph
-  style: returns per-step outputs, the final LSTMStateTuple, attention distributions, p_gens
-  and the coverage [B, L]."""
-  v1 = tf.compat.v1
-  with v1.variable_scope("attention_decoder"):
-    batch, _, attn_size = enc_states.shape.as_list()
-    states = tf.expand_dims(enc_states, axis=2)  # [B, L, 1, 2H]
-    w_h = v1.get_variable("W_h", [1, 1, attn_size, attn_size])
-    encoder_features = tf.nn.conv2d(states, w_h, [1, 1, 1, 1], "SAME")  # [B, L, 1, 2H]
-    v = v1.get_variable("v", [attn_size])
-    with v1.variable_scope("coverage"):
-      w_c = v1.get_variable("w_c", [1, 1, 1, attn_size])
-
-    def attention(decoder_state, coverage):
-      with v1.variable_scope("Attention"):
-        # linear() gets the LSTMStateTuple itself: its arguments are c, then h.
-        query = _tf1_linear(list(decoder_state), attn_size)[:, None, None, :]  # [B, 1, 1, 2H]
-        features = encoder_features + query
-        if coverage is not None:
-          features += tf.nn.conv2d(coverage, w_c, [1, 1, 1, 1], "SAME")
-        scores = tf.reduce_sum(v * tf.tanh(features), [2, 3])  # [B, L]
-        attn = tf.nn.softmax(scores) * enc_mask
-        attn /= tf.reshape(tf.reduce_sum(attn, axis=1), [-1, 1])
-        attn4 = tf.reshape(attn, [batch, -1, 1, 1])
-        coverage = attn4 if coverage is None else coverage + attn4
-        context = tf.reshape(tf.reduce_sum(attn4 * states, [1, 2]), [-1, attn_size])
-      return context, attn, coverage
-
-    coverage = None if prev_coverage is None else prev_coverage[:, :, None, None]
-    context = tf.zeros([batch, attn_size])
-    if initial_state_attention:
-      context, _, coverage = attention(initial_state, coverage)
-    state = initial_state
-    outputs, attn_dists, p_gens = [], [], []
-    for step, inp in enumerate(inputs):
-      if step > 0:
-        v1.get_variable_scope().reuse_variables()
-      x = _tf1_linear([inp, context], inp.shape.as_list()[1])
-      cell_output, state = cell(x, state)
-      if step == 0 and initial_state_attention:
-        # The original's decode step does not add this attention to the coverage.
-        context, attn, _ = attention(state, coverage)
-      else:
-        context, attn, coverage = attention(state, coverage)
-      attn_dists.append(attn)
-      with v1.variable_scope("calculate_pgen"):
-        p_gens.append(tf.sigmoid(_tf1_linear([context, state.c, state.h, x], 1)))
-      with v1.variable_scope("AttnOutputProjection"):
-        outputs.append(_tf1_linear([cell_output, context], cell.output_size))
-    return outputs, state, attn_dists, p_gens, tf.reshape(coverage, [batch, -1])
-
-
-def _tf1_final_dists(vocab_dists, attn_dists, p_gens, enc_ext):
-  batch, length = enc_ext.shape
-  indices = tf.stack([tf.tile(tf.range(batch)[:, None], [1, length]), enc_ext], axis=2)
-  extra = tf.zeros([batch, MAX_OOVS])
-  return [tf.concat([p * vocab, extra], axis=1)
-          + tf.scatter_nd(indices, (1.0 - p) * attn, [batch, V + MAX_OOVS])
-          for vocab, attn, p in zip(vocab_dists, attn_dists, p_gens)]
-
-
-def _tf1_mask_and_avg(values, mask):
-  per_example = sum(v * mask[:, t] for t, v in enumerate(values)) / tf.reduce_sum(mask, axis=1)
-  return tf.reduce_mean(per_example)
-
-
 def _write_tf1_reference(out_dir):
   """Builds, trains one step, checkpoints and evaluates the original's graph; writes
   `tf1_2/model.ckpt-42` (TF >= 1.2 names), `tf1_0/model.ckpt-42` (TF 1.0 names), `tf1_2/
   model.ckpt-43` (after one more update) and `reference.npz`."""
   v1 = tf.compat.v1
   v1.disable_v2_behavior()
-  lstm_cell = v1.nn.rnn_cell.LSTMCell
   v1.set_random_seed(5)
   # Larger than the original's initial values, so that every gate and attention weight matters.
   init = v1.random_uniform_initializer(-1.0, 1.0)
-  enc_mask = tf.sequence_mask(ENC_LEN, ENC_EXT.shape[1], tf.float32)
-  dec_mask = tf.sequence_mask(DEC_LEN, TARGET.shape[1], tf.float32)
-  with v1.variable_scope("seq2seq", initializer=init):
-    with v1.variable_scope("embedding"):
-      embedding = v1.get_variable("embedding", [V, E])
-      emb_enc = tf.nn.embedding_lookup(embedding, ENC_INPUT)
-      emb_dec = [tf.nn.embedding_lookup(embedding, x) for x in tf.unstack(DEC_INPUT, axis=1)]
-    with v1.variable_scope("encoder"):
-      cell_fw = lstm_cell(H, initializer=init, state_is_tuple=True)
-      cell_bw = lstm_cell(H, initializer=init, state_is_tuple=True)
-      enc_outputs, (fw_st, bw_st) = v1.nn.bidirectional_dynamic_rnn(
-          cell_fw, cell_bw, emb_enc, dtype=tf.float32, sequence_length=ENC_LEN, swap_memory=True)
-      enc_states = tf.concat(enc_outputs, axis=2)
-    with v1.variable_scope("reduce_final_st"):
-      w_c, w_h = (v1.get_variable(n, [2 * H, H]) for n in ("w_reduce_c", "w_reduce_h"))
-      b_c, b_h = (v1.get_variable(n, [H]) for n in ("bias_reduce_c", "bias_reduce_h"))
-      new_c = tf.nn.relu(tf.matmul(tf.concat([fw_st.c, bw_st.c], 1), w_c) + b_c)
-      new_h = tf.nn.relu(tf.matmul(tf.concat([fw_st.h, bw_st.h], 1), w_h) + b_h)
-      dec_in_state = v1.nn.rnn_cell.LSTMStateTuple(new_c, new_h)
-    with v1.variable_scope("decoder"):
-      dec_cell = lstm_cell(H, initializer=init, state_is_tuple=True)
-      outputs, _, attn_dists, p_gens, _ = _tf1_attention_decoder(
-          emb_dec, dec_in_state, enc_states, enc_mask, dec_cell, initial_state_attention=False)
-    with v1.variable_scope("output_projection"):
-      w = v1.get_variable("w", [H, V])
-      v = v1.get_variable("v", [V])
-      vocab_dists = [tf.nn.softmax(tf.compat.v1.nn.xw_plus_b(o, w, v)) for o in outputs]
-    final_dists = _tf1_final_dists(vocab_dists, attn_dists, p_gens, ENC_EXT)
-    gold = [tf.gather_nd(dist, tf.stack([tf.range(2), TARGET[:, t]], axis=1))
-            for t, dist in enumerate(final_dists)]
-    loss = _tf1_mask_and_avg([-tf.math.log(p) for p in gold], dec_mask)
-    coverage, covlosses = tf.zeros_like(attn_dists[0]), []
-    for a in attn_dists:
-      covlosses.append(tf.reduce_sum(tf.minimum(a, coverage), [1]))
-      coverage += a
-    coverage_loss = _tf1_mask_and_avg(covlosses, dec_mask)
-    total_loss = loss + 1.0 * coverage_loss
-
+  ids = lambda x: tf.constant(x, tf.int32)
+  graph = tf1_reference.build_training_graph(
+      ids(ENC_INPUT), ids(ENC_EXT), ids(ENC_LEN), ids(DEC_INPUT), ids(TARGET), ids(DEC_LEN),
+      V, MAX_OOVS, E, H, init)
   # Decode mode: one step from the initial state with initial_state_attention, on the encoder
   # states computed above (the original feeds them back from its run_encoder).
   with v1.variable_scope("seq2seq", reuse=True):
     with v1.variable_scope("decoder"):
-      d_outputs, d_state, d_attn, d_p_gen, d_coverage = _tf1_attention_decoder(
-          [emb_dec[0]], dec_in_state, enc_states, enc_mask, dec_cell,
-          initial_state_attention=True, prev_coverage=tf.constant(PREV_COVERAGE))
-    d_vocab = tf.nn.softmax(tf.compat.v1.nn.xw_plus_b(d_outputs[0], w, v))
-    d_final = _tf1_final_dists([d_vocab], d_attn, d_p_gen, ENC_EXT)[0]
+      d_outputs, d_state, d_attn, d_p_gen, d_coverage = tf1_reference.attention_decoder(
+          [graph["emb_dec"][0]], graph["dec_in_state"], graph["enc_states"], graph["enc_mask"],
+          graph["dec_cell"], initial_state_attention=True,
+          prev_coverage=tf.constant(PREV_COVERAGE))
+    d_vocab = tf.nn.softmax(tf.compat.v1.nn.xw_plus_b(d_outputs[0], graph["w"], graph["v"]))
+    d_final = tf1_reference.final_dists([d_vocab], d_attn, d_p_gen, tf.constant(ENC_EXT), V,
+                                        MAX_OOVS)[0]
 
   global_step = tf.Variable(FIRST_STEP, name="global_step", trainable=False)
-  tvars = v1.trainable_variables()
-  grads, _ = tf.clip_by_global_norm(tf.gradients(total_loss, tvars), MAX_GRAD_NORM)
-  train_op = v1.train.AdagradOptimizer(LR, initial_accumulator_value=INIT_ACC).apply_gradients(
-      zip(grads, tvars), global_step=global_step)
+  train_op = tf1_reference.train_op(graph["total_loss"], LR, INIT_ACC, MAX_GRAD_NORM, global_step)
 
   saver = v1.train.Saver()
   with v1.Session() as sess:
@@ -209,13 +95,15 @@ def _write_tf1_reference(out_dir):
     sess.run(train_op)
     prefix = saver.save(sess, os.path.join(out_dir, "tf1_2", "model.ckpt"), global_step=global_step)
     fetched = sess.run({
-        "loss": loss, "coverage_loss": coverage_loss, "final_dists": tf.stack(final_dists),
-        "attn": tf.stack(attn_dists), "p_gen": tf.stack(p_gens)[:, :, 0],
+        "loss": graph["loss"], "coverage_loss": graph["coverage_loss"],
+        "final_dists": tf.stack(graph["final_dists"]), "attn": tf.stack(graph["attn_dists"]),
+        "p_gen": tf.stack(graph["p_gens"])[:, :, 0],
         "decode_final_dist": d_final, "decode_attn": d_attn[0], "decode_p_gen": d_p_gen[0][:, 0],
         "decode_c": d_state.c, "decode_h": d_state.h, "decode_coverage": d_coverage})
     sess.run(train_op)
     saver.save(sess, os.path.join(out_dir, "tf1_2", "model.ckpt"), global_step=global_step)
-  np.savez(os.path.join(out_dir, "reference.npz"), lstm_cell_module=lstm_cell.__module__,
+  np.savez(os.path.join(out_dir, "reference.npz"),
+           lstm_cell_module=v1.nn.rnn_cell.LSTMCell.__module__,
            variable_names=[n for n, _ in tf.train.list_variables(prefix)], **fetched)
   _write_tf10_names(prefix, os.path.join(out_dir, "tf1_0"))
 
@@ -525,4 +413,6 @@ def test_cli_converts_into_a_run_and_refuses_to_overwrite_it(reference, tmp_path
 
 
 if __name__ == "__main__":
+  sys.path.insert(0, str(REPO / "tools"))
+  import tf1_reference  # pylint: disable=g-import-not-at-top  (sets TF_USE_LEGACY_KERAS)
   _write_tf1_reference(sys.argv[1])
