@@ -18,12 +18,19 @@ own process, never beside Keras 3 code.
 
 import json
 import os
+import pathlib
 import resource
 import sys
 import time
 
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+try:
+  import pointer_gen  # noqa: F401  (installed with `pip install -e .`)
+except ImportError:
+  # Run from a checkout without installing: the package sits beside tools/.
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 # pylint: disable=g-import-not-at-top
 from absl import app
@@ -173,42 +180,81 @@ def train_op(total_loss, lr, adagrad_init_acc, max_grad_norm, global_step):
   return optimizer.apply_gradients(zip(grads, tvars), global_step=global_step)
 
 
+def synthetic_feeds(count, b, l, t, vocab_size):
+  """Full-length batches: every article `l` tokens, every abstract `t`."""
+  rng = np.random.default_rng(0)
+  for _ in range(count):
+    enc = rng.integers(4, vocab_size, (b, l)).astype(np.int32)
+    yield {"enc_input": enc, "enc_ext": enc, "enc_len": np.full([b], l, np.int32),
+           "dec_input": rng.integers(4, vocab_size, (b, t)).astype(np.int32),
+           "target": rng.integers(4, vocab_size, (b, t)).astype(np.int32),
+           "dec_len": np.full([b], t, np.int32)}
+
+
+def real_feeds(count, data_path, vocab_path, b, l, t, vocab_size):
+  """Batches of real data as the original feeds them: articles padded to the batch's longest,
+  abstracts always padded to max_dec_steps. Read eagerly, before the TF1 graph exists; the
+  same batches, in the same order, as tools/benchmark.py's real-data row."""
+  from pointer_gen import config  # pylint: disable=g-import-not-at-top
+  from pointer_gen import data
+  from pointer_gen import vocab as vocab_lib
+  vocab = vocab_lib.Vocab.from_file(vocab_path, vocab_size)
+  hps = config.HParams(batch_size=b, max_enc_steps=l, max_dec_steps=t, vocab_size=vocab_size,
+                       pointer_gen=True, seed=0)
+  dataset = data.make_dataset(data.RecordSource(data_path, seed=0), vocab.lookup_table(),
+                              len(vocab), hps)
+  for batch in dataset.take(count):
+    feed = {k: batch[k].numpy() for k in ("enc_input", "enc_len", "dec_len")}
+    feed["enc_ext"] = batch["enc_input_ext"].numpy()
+    for name in ("dec_input", "target"):
+      padding = t - batch[name].shape[1]
+      feed[name] = np.pad(batch[name].numpy(), [[0, 0], [0, padding]],
+                          constant_values=vocab_lib.PAD_ID)
+    feed["max_oovs"] = int(batch["num_oovs"].numpy().max())
+    yield feed
+
+
 def main(argv):
   del argv
   f = flags.FLAGS
   v1 = tf.compat.v1
-  v1.disable_v2_behavior()
   b, l, t, vocab_size = f.batch_size, f.max_enc_steps, f.max_dec_steps, f.vocab_size
+  count = f.warmup + f.steps
+  if f.data_path:
+    feeds = list(real_feeds(count, f.data_path, f.vocab_path, b, l, t, vocab_size))
+  else:
+    feeds = list(synthetic_feeds(count, b, l, t, vocab_size))
+  max_oovs = max(feed.pop("max_oovs", 0) for feed in feeds)
+  v1.disable_v2_behavior()
   ids = lambda shape, name: v1.placeholder(tf.int32, shape, name)
   enc_input, enc_ext = ids([b, None], "enc_input"), ids([b, None], "enc_ext")
   dec_input, target = ids([b, t], "dec_input"), ids([b, t], "target")
   enc_len, dec_len = ids([b], "enc_len"), ids([b], "dec_len")
   start = time.perf_counter()
+  # The original sizes the extended vocabulary per batch; the widest batch's size serves all.
   graph = build_training_graph(enc_input, enc_ext, enc_len, dec_input, target, dec_len,
-                               vocab_size, 0, f.emb_dim, f.hidden_dim,
+                               vocab_size, max_oovs, f.emb_dim, f.hidden_dim,
                                v1.random_uniform_initializer(-0.02, 0.02))
   global_step = tf.Variable(0, name="global_step", trainable=False)
   update = train_op(graph["total_loss"], 0.15, 0.1, 2.0, global_step)
   build_seconds = time.perf_counter() - start
-  rng = np.random.default_rng(0)
+  placeholders = {"enc_input": enc_input, "enc_ext": enc_ext, "enc_len": enc_len,
+                  "dec_input": dec_input, "target": target, "dec_len": dec_len}
   times = []
   with v1.Session() as sess:
     sess.run(v1.global_variables_initializer())
-    for i in range(f.warmup + f.steps):
-      enc = rng.integers(4, vocab_size, (b, l)).astype(np.int32)
-      feed = {enc_input: enc, enc_ext: enc, enc_len: np.full([b], l, np.int32),
-              dec_input: rng.integers(4, vocab_size, (b, t)).astype(np.int32),
-              target: rng.integers(4, vocab_size, (b, t)).astype(np.int32),
-              dec_len: np.full([b], t, np.int32)}
+    for i, feed in enumerate(feeds):
       begin = time.perf_counter()
-      loss, _ = sess.run([graph["loss"], update], feed)
+      loss, _ = sess.run([graph["loss"], update],
+                         {placeholders[name]: value for name, value in feed.items()})
       if i >= f.warmup:
         times.append(time.perf_counter() - begin)
   result = {"median": float(np.median(times)), "min": float(np.min(times)),
             "max": float(np.max(times)), "n": len(times), "last_loss": float(loss),
             "graph_build_seconds": build_seconds,
             "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
-  print(f"original's formulation (TF1 graph), full-length {l}/{t}, batch {b}, vocab "
+  data_name = f"real data {f.data_path}" if f.data_path else f"full-length {l}/{t}"
+  print(f"original's formulation (TF1 graph), {data_name}, batch {b}, vocab "
         f"{vocab_size}: {result['median']:.2f} s per step (min {result['min']:.2f}, max "
         f"{result['max']:.2f}, {result['n']} steps); peak RSS {result['peak_rss_gb']:.2f} GB")
   with open(f.json_out, "w", encoding="utf-8") as out:
@@ -225,4 +271,11 @@ if __name__ == "__main__":
   flags.DEFINE_integer("steps", 10, "Timed steps after warm-up.")
   flags.DEFINE_integer("warmup", 2, "Untimed steps first.")
   flags.DEFINE_string("json_out", "tf1_reference.json", "Where to write the results.")
+  flags.DEFINE_string("data_path", "", "Real .bin data to time on (default: full-length "
+                      "synthetic batches), e.g. ../shared/data/vietnews_bin/chunked/train_*.")
+  flags.DEFINE_string("vocab_path", "", "Vocab of --data_path.")
+  flags.DEFINE_boolean("bfc", False, "Use TensorFlow's BFC CPU allocator, as pointer_gen does "
+                       "(the original ran with TensorFlow's default).")
+  flags.FLAGS(sys.argv)
+  os.environ["TF_CPU_ALLOCATOR_USE_BFC"] = "true" if flags.FLAGS.bfc else "false"
   sys.exit(app.run(main))
