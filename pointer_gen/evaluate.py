@@ -12,7 +12,6 @@ With --single_pass: one checkpoint over the whole data set, in order, into
 import collections
 import json
 import os
-import signal
 import time
 
 from absl import logging
@@ -24,6 +23,7 @@ from pointer_gen import data
 from pointer_gen import losses
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
+from pointer_gen import stopping
 from pointer_gen import summaries
 from pointer_gen.errors import DataError
 
@@ -78,15 +78,6 @@ def make_score_fn(model, hps, vocab_size):
   return score
 
 
-class _StopRequested(Exception):
-  pass
-
-
-def _raise_stop(signum, frame):
-  del frame
-  raise _StopRequested(signal.Signals(signum).name)
-
-
 class ConcurrentEvaluator:
   """The eval job beside a trainer on the same run directory."""
 
@@ -114,24 +105,21 @@ class ConcurrentEvaluator:
     writer = tf.summary.create_file_writer(hps.eval_dir)
     batches = iter(self.dataset)
     last_path = None
-    previous_handler = signal.signal(signal.SIGTERM, _raise_stop)
-    try:
-      while not hps.eval_max_checkpoints or self.num_scored < hps.eval_max_checkpoints:
-        last_path = self._wait_for_new_checkpoint(last_path)
-        step = self._load(last_path)
-        if step is None:
-          continue
-        self._score_checkpoint(step, batches, writer)
-        self.num_scored += 1
-        if hps.num_train_steps and step >= hps.num_train_steps:
-          logging.info("Scored the checkpoint of step %d (--num_train_steps=%d); stopping.",
-                       step, hps.num_train_steps)
-          break
-    except (KeyboardInterrupt, _StopRequested) as e:
-      logging.info("Stopping on %s.", type(e).__name__ if isinstance(e, KeyboardInterrupt) else e)
-    finally:
-      signal.signal(signal.SIGTERM, previous_handler)
-      writer.flush()
+    with stopping.until_stopped():
+      try:
+        while not hps.eval_max_checkpoints or self.num_scored < hps.eval_max_checkpoints:
+          last_path = self._wait_for_new_checkpoint(last_path)
+          step = self._load(last_path)
+          if step is None:
+            continue
+          self._score_checkpoint(step, batches, writer)
+          self.num_scored += 1
+          if hps.num_train_steps and step >= hps.num_train_steps:
+            logging.info("Scored the checkpoint of step %d (--num_train_steps=%d); stopping.",
+                         step, hps.num_train_steps)
+            break
+      finally:
+        writer.flush()
     return self.num_scored
 
   def _wait_for_new_checkpoint(self, last_path):

@@ -2,7 +2,6 @@
 
 import contextlib
 import os
-import signal
 import time
 
 from absl import logging
@@ -14,6 +13,7 @@ from pointer_gen import data
 from pointer_gen import distribute
 from pointer_gen import losses
 from pointer_gen import model as model_lib
+from pointer_gen import stopping
 from pointer_gen import summaries
 from pointer_gen.errors import OutputError
 
@@ -106,10 +106,6 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
   return train_step
 
 
-class _StopRequested(Exception):
-  pass
-
-
 @contextlib.contextmanager
 def _writing(directory, what):
   """Turns a write that failed deep inside TF (disk full, not writable) into an OutputError."""
@@ -118,11 +114,6 @@ def _writing(directory, what):
   except (tf.errors.OpError, OSError) as e:
     raise OutputError(f"{directory}: could not write {what} "
                       f"({str(e).strip().splitlines()[0]})") from e
-
-
-def _raise_stop(signum, frame):
-  del frame
-  raise _StopRequested(signal.Signals(signum).name)
 
 
 class Trainer:
@@ -238,36 +229,33 @@ class Trainer:
     writer = (tf.summary.create_file_writer(hps.train_dir) if self.out_dir.chief
               else tf.summary.create_noop_writer())
     history = []
-    previous_handler = signal.signal(signal.SIGTERM, _raise_stop)
     last_save = time.time()
-    try:
-      iterator = iter(dataset)
-      while not hps.num_train_steps or int(self.step.numpy()) < hps.num_train_steps:
-        start = time.time()
-        try:
-          scalars = {k: v.numpy() for k, v in train_step(iterator).items()}
-        except tf.errors.OutOfRangeError:
-          for source in self.sources:
-            source.raise_if_failed()
-          logging.info("The training data ended.")
-          break
-        step = int(self.step.numpy())
-        if not scalars["finite"]:
-          self._non_finite(step + 1, scalars)
-          continue
-        seconds = time.time() - start
-        history.append({"step": step, **{k: float(v) for k, v in scalars.items()
-                                         if k != "finite"}})
-        self._log_step(writer, step, scalars, seconds)
-        if time.time() - last_save >= hps.checkpoint_secs:
-          self.save()
-          last_save = time.time()
-    except (KeyboardInterrupt, _StopRequested) as e:
-      logging.info("Stopping on %s.", type(e).__name__ if isinstance(e, KeyboardInterrupt) else e)
-    finally:
-      signal.signal(signal.SIGTERM, previous_handler)
-      with _writing(hps.train_dir, "TensorBoard summaries"):
-        writer.flush()
+    with stopping.until_stopped():
+      try:
+        iterator = iter(dataset)
+        while not hps.num_train_steps or int(self.step.numpy()) < hps.num_train_steps:
+          start = time.time()
+          try:
+            scalars = {k: v.numpy() for k, v in train_step(iterator).items()}
+          except tf.errors.OutOfRangeError:
+            for source in self.sources:
+              source.raise_if_failed()
+            logging.info("The training data ended.")
+            break
+          step = int(self.step.numpy())
+          if not scalars["finite"]:
+            self._non_finite(step + 1, scalars)
+            continue
+          seconds = time.time() - start
+          history.append({"step": step, **{k: float(v) for k, v in scalars.items()
+                                           if k != "finite"}})
+          self._log_step(writer, step, scalars, seconds)
+          if time.time() - last_save >= hps.checkpoint_secs:
+            self.save()
+            last_save = time.time()
+      finally:
+        with _writing(hps.train_dir, "TensorBoard summaries"):
+          writer.flush()
     self.save()
     self.out_dir.cleanup()
     return history

@@ -30,6 +30,9 @@ import tensorflow as tf
 from pointer_gen import beam_search
 from pointer_gen import config
 from pointer_gen import data
+from pointer_gen import layers
+from pointer_gen import losses
+from pointer_gen import model as model_lib
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 
@@ -48,6 +51,8 @@ flags.DEFINE_integer("decode_articles", 32, "Articles decoded per decode measure
 flags.DEFINE_boolean("scaling", True, "Also time max_enc_steps 100/200/400/800 and vocab "
                      "10k/50k/150k (synthetic batches, fewer steps).")
 flags.DEFINE_boolean("quick", False, "Fewer steps everywhere (a smoke run, not a measurement).")
+flags.DEFINE_boolean("ablation", False, "Also time the full-length step with each optimisation "
+                     "in turn replaced by its plain formulation (steps interleaved, one process).")
 flags.DEFINE_string("json_out", "benchmark.json", "Where to write the results.")
 
 PAPER = config.HParams(batch_size=16, max_enc_steps=400, max_dec_steps=100, vocab_size=50000,
@@ -155,6 +160,92 @@ def time_decode(hps, vocab, model, batch_size, articles):
   return {"articles_per_sec": done / seconds, "articles": done, "seconds": seconds}
 
 
+def _plain_scores(memory_features, query_features, v, coverage=None, w_c=None):
+  features = memory_features + query_features[:, None, :]  # [B, L, U]
+  if coverage is not None:
+    features += coverage[:, :, None] * w_c
+  return tf.reduce_sum(v * tf.tanh(features), axis=2)  # [B, L]
+
+
+def _plain_lstm_recurrence(projected, step_mask, recurrent_fw, recurrent_bw, for_xla=False):
+  """The recurrence of layers.lstm_recurrence, differentiated by TensorFlow."""
+  del for_xla
+  length = tf.shape(projected)[0]
+  projected_ta = tf.TensorArray(projected.dtype, size=length).unstack(projected)
+  mask_ta = tf.TensorArray(projected.dtype, size=length).unstack(step_mask)
+  zeros = tf.zeros_like(projected[0, :, :, :tf.shape(recurrent_fw)[0]])  # [2, B, H]
+
+  def body(t, h, c, outputs):
+    gates = projected_ta.read(t) + tf.stack([tf.matmul(h[0], recurrent_fw),
+                                             tf.matmul(h[1], recurrent_bw)])  # [2, B, 4H]
+    i, f, g, o = tf.split(gates, 4, axis=2)
+    new_c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+    new_h = tf.sigmoid(o) * tf.tanh(new_c)
+    m = mask_ta.read(t)
+    return (t + 1, m * new_h + (1.0 - m) * h, m * new_c + (1.0 - m) * c,
+            outputs.write(t, m * new_h))
+
+  _, h, c, outputs = tf.while_loop(lambda t, *_: t < length, body, [
+      tf.constant(0), zeros, zeros, tf.TensorArray(projected.dtype, size=length)])
+  return outputs.stack(), h, c
+
+
+def _project_every_step(call):
+  return lambda self, batch, real_steps_only=False, for_xla=False: call(self, batch, False,
+                                                                        for_xla)
+
+
+# Each optimisation and its plain formulation: (module, attribute, plain replacement factory).
+ABLATIONS = {
+    "attention scores: automatic gradient": (
+        layers, "attention_scores", lambda _: _plain_scores),
+    "attention context: einsum": (
+        layers, "attention_context", lambda _: lambda a, h: tf.einsum("bl,bld->bd", a, h)),
+    "encoder: automatic BPTT": (
+        layers, "lstm_recurrence", lambda _: _plain_lstm_recurrence),
+    "loss: gather after softmax": (
+        losses, "softmax_at",
+        lambda _: lambda logits, ids: tf.gather(tf.nn.softmax(logits), ids, batch_dims=1)),
+    "coverage loss: cumsum": (
+        losses, "coverage_loss_per_step",
+        lambda _: lambda attn: tf.reduce_sum(
+            tf.minimum(attn, tf.cumsum(attn, axis=1, exclusive=True)), axis=2)),
+    "projection on padding steps too": (
+        model_lib.PointerGenerator, "call", _project_every_step),
+}
+
+
+def ablation(hps, batches, rounds):
+  """Median step time with all optimisations and with each replaced by its plain form; the
+  variants' steps are interleaved so that they share the machine's state."""
+  vocab = vocab_lib.Vocab([f"w{i}" for i in range(hps.vocab_size - 4)])
+  spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
+  steps = {}
+  for name in ["all optimisations"] + list(ABLATIONS):
+    target, attribute, plain = ABLATIONS.get(name, (None, None, None))
+    if target is not None:
+      original = getattr(target, attribute)
+      setattr(target, attribute, plain(original))
+    try:
+      trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
+      step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps,
+                                   hps.vocab_size)
+      iterator = iter(tf.data.Dataset.from_generator(lambda: batches, output_signature=spec)
+                      .repeat())
+      step(iterator)["loss"].numpy()  # traces with the replacement in place
+    finally:
+      if target is not None:
+        setattr(target, attribute, original)
+    steps[name] = (step, iterator)
+  times = {name: [] for name in steps}
+  for _ in range(rounds):
+    for name, (step, iterator) in steps.items():
+      start = time.perf_counter()
+      step(iterator)["loss"].numpy()
+      times[name].append(time.perf_counter() - start)
+  return {name: stats(t) for name, t in times.items()}
+
+
 def main(argv):
   del argv
   train.configure_tensorflow()
@@ -212,6 +303,15 @@ def main(argv):
       timing, _ = time_training(scaled, size, batches, scale_steps, 1)
       results["scaling_vocab"][size] = timing
       rows.append((f"train step, vocab {size}", f"{timing['median']:.2f} s", ""))
+
+  if FLAGS.ablation:
+    batches = [synthetic_batch(hps, hps.vocab_size, rng) for _ in range(2)]
+    results["ablation"] = ablation(hps, batches, 2 if FLAGS.quick else max(3, steps // 2))
+    base = results["ablation"]["all optimisations"]["median"]
+    for name, timing in results["ablation"].items():
+      rows.append((f"ablation: {name}", f"{timing['median']:.2f} s",
+                   f"min {timing['min']:.2f} max {timing['max']:.2f}; "
+                   f"{timing['median'] / base:.2f}x all optimisations"))
 
   results["peak_rss_gb"] = peak_rss_gb()
   width = max(len(r[0]) for r in rows)
