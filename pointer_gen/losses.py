@@ -16,7 +16,7 @@ def softmax_at(logits, ids):
   The automatic gradient of gather-after-softmax scatters into a fresh [R, V] zero tensor and
   then runs softmax's generic backward over it; the gradient is simply
   d * p_r * (onehot(ids[r]) - softmax(logits)[r]), one pass over the kept probabilities plus
-  an in-place add of R entries. Tests compare it with the automatic gradient.
+  an add at R entries. Tests compare it with the automatic gradient.
   """
   probs = tf.nn.softmax(logits)  # [R, V]
   picked = tf.gather(probs, ids, batch_dims=1)  # [R]
