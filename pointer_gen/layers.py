@@ -12,103 +12,14 @@ def _trunc_normal(std):
   return keras.initializers.TruncatedNormal(stddev=std)
 
 
-def lstm_recurrence(projected, step_mask, recurrent_fw, recurrent_bw, for_xla=False):
-  """Both directions' LSTM recurrences (gates i, f, c, o) over precomputed input projections,
-  with hand-written backpropagation through time.
-
-  projected [L, 2, B, 4H] (x_t W + b per step and direction), step_mask [L, 1, B, 1] (0 past an
-  article's end: the state stays put and the output is 0), recurrent_fw / recurrent_bw [H, 4H].
-  Returns outputs [L, 2, B, H] and the final h, c [2, B, H].
-
-  The automatic gradient of the loop accumulates the recurrent kernels' gradient with two small
-  matmuls and an add per step; here the backward loop keeps only what is sequential (the
-  gradient flowing to h_{t-1}) and the kernels' gradient is one large matmul after it. for_xla
-  bounds the loops, which XLA requires. Tests compare it with the automatic gradient.
-  """
-  bound = tf.shape(projected)[0] if for_xla else None
-
-  @tf.custom_gradient
-  def recurrence(projected, step_mask, recurrent_fw, recurrent_bw):
-    length = tf.shape(projected)[0]
-    dtype = projected.dtype
-    projected_ta = tf.TensorArray(dtype, size=length).unstack(projected)
-    mask_ta = tf.TensorArray(dtype, size=length).unstack(step_mask)
-    zeros = tf.zeros_like(projected[0, :, :, :tf.shape(recurrent_fw)[0]])  # [2, B, H]
-
-    def body(t, h, c, arrays):
-      gates = projected_ta.read(t) + tf.stack([tf.matmul(h[0], recurrent_fw),
-                                               tf.matmul(h[1], recurrent_bw)])  # [2, B, 4H]
-      i, f, g, o = tf.split(gates, 4, axis=2)  # [2, B, H] each
-      i, f, g, o = tf.sigmoid(i), tf.sigmoid(f), tf.tanh(g), tf.sigmoid(o)
-      new_c = f * c + i * g
-      new_h = o * tf.tanh(new_c)
-      m = mask_ta.read(t)  # [1, B, 1]
-      arrays = {"h_prev": arrays["h_prev"].write(t, h), "c_prev": arrays["c_prev"].write(t, c),
-                "new_c": arrays["new_c"].write(t, new_c),
-                "gates": arrays["gates"].write(t, tf.concat([i, f, g, o], axis=2)),
-                "outputs": arrays["outputs"].write(t, m * new_h)}
-      return t + 1, m * new_h + (1.0 - m) * h, m * new_c + (1.0 - m) * c, arrays
-
-    arrays = {name: tf.TensorArray(dtype, size=length)
-              for name in ("h_prev", "c_prev", "new_c", "gates", "outputs")}
-    _, h, c, arrays = tf.while_loop(lambda t, *_: t < length, body,
-                                    [tf.constant(0), zeros, zeros, arrays],
-                                    maximum_iterations=bound)
-    saved = {name: array.stack() for name, array in arrays.items()}  # [L, 2, B, H or 4H]
-
-    def gradient(d_outputs, d_h, d_c):
-      # An output nothing depends on gets no gradient.
-      d_outputs = tf.zeros_like(saved["outputs"]) if d_outputs is None else d_outputs
-      d_h = tf.zeros_like(h) if d_h is None else d_h
-      d_c = tf.zeros_like(c) if d_c is None else d_c
-      saved_ta = {name: tf.TensorArray(dtype, size=length).unstack(value)
-                  for name, value in saved.items() if name != "outputs"}
-      saved_ta["mask"] = tf.TensorArray(dtype, size=length).unstack(step_mask)
-      d_outputs_ta = tf.TensorArray(dtype, size=length).unstack(d_outputs)
-
-      def backward_body(t, d_h, d_c, d_gates_ta):
-        m = saved_ta["mask"].read(t)  # [1, B, 1]
-        i, f, g, o = tf.split(saved_ta["gates"].read(t), 4, axis=2)  # [2, B, H] each
-        tanh_c = tf.tanh(saved_ta["new_c"].read(t))
-        d_new_h = m * (d_h + d_outputs_ta.read(t))
-        d_new_c = m * d_c + d_new_h * o * (1.0 - tanh_c * tanh_c)
-        d_gates = tf.concat([d_new_c * g * i * (1.0 - i),
-                             d_new_c * saved_ta["c_prev"].read(t) * f * (1.0 - f),
-                             d_new_c * i * (1.0 - g * g),
-                             d_new_h * tanh_c * o * (1.0 - o)], axis=2)  # [2, B, 4H]
-        d_h_prev = (1.0 - m) * d_h + tf.stack([
-            tf.matmul(d_gates[0], recurrent_fw, transpose_b=True),
-            tf.matmul(d_gates[1], recurrent_bw, transpose_b=True)])  # [2, B, H]
-        d_c_prev = (1.0 - m) * d_c + d_new_c * f
-        return t - 1, d_h_prev, d_c_prev, d_gates_ta.write(t, d_gates)
-
-      _, _, _, d_gates = tf.while_loop(
-          lambda t, *_: t >= 0, backward_body,
-          [length - 1, d_h, d_c, tf.TensorArray(dtype, size=length)], maximum_iterations=bound)
-      d_gates = d_gates.stack()  # [L, 2, B, 4H]: also the gradient of `projected`
-      units = tf.shape(recurrent_fw)
-
-      def kernel_gradient(direction):  # sum over steps and articles of h_{t-1}^T d_gates_t
-        return tf.matmul(tf.reshape(saved["h_prev"][:, direction], [-1, units[0]]),
-                         tf.reshape(d_gates[:, direction], [-1, units[1]]),
-                         transpose_a=True)  # [H, 4H]
-
-      return d_gates, None, kernel_gradient(0), kernel_gradient(1)
-
-    return (saved["outputs"], h, c), gradient
-
-  return recurrence(projected, step_mask, recurrent_fw, recurrent_bw)
-
-
 @keras.saving.register_keras_serializable("pointer_gen")
 class Encoder(keras.layers.Layer):
   """One bidirectional LSTM layer over the embedded article, respecting its true length.
 
   The weights are two Keras LSTMCells (gates i, f, c, o), but the recurrence is run here: the
   input projections of every position and both directions are one matmul before the loop, and
-  `lstm_recurrence` steps both directions together, with two plain matmuls per step (a batched
-  matmul over the directions took about twice as long at these small shapes). Outputs at
-  padding positions are zero, as TF1's bidirectional_dynamic_rnn.
+  each step does both directions' recurrent matmuls. Outputs at padding positions are zero, as
+  TF1's bidirectional_dynamic_rnn.
   """
 
   def __init__(self, hidden_dim, rand_unif_init_mag=0.02, **kwargs):
@@ -146,13 +57,36 @@ class Encoder(keras.layers.Layer):
     backward = tf.reverse_sequence(embedded, lengths, seq_axis=1, batch_axis=0)  # [B, L, E]
     kernels = self._both("kernel")  # [2, E, 4H]
     biases = self._both("bias")  # [2, 4H]
+    # Two plain matmuls per step, not one batched matmul over the directions: at these small
+    # shapes BatchMatMulV2 took about twice as long, forward and backward.
+    recurrent_fw = tf.convert_to_tensor(self.fw_cell.recurrent_kernel)  # [H, 4H]
+    recurrent_bw = tf.convert_to_tensor(self.bw_cell.recurrent_kernel)  # [H, 4H]
     inputs = tf.stack([embedded, backward])  # [2, B, L, E]
     projected = tf.einsum("dble,deg->ldbg", inputs, kernels) + biases[None, :, None, :]  # [L, 2, B, 4H]
+    length = tf.shape(embedded)[1]
+    # Read per step from TensorArrays: indexing the whole tensor in the loop would make its
+    # gradient a full-size [L, ...] tensor at every step.
+    projected = tf.TensorArray(embedded.dtype, size=length).unstack(projected)
     step_mask = tf.transpose(tf.cast(mask, embedded.dtype))[:, None, :, None]  # [L, 1, B, 1]
-    outputs, h, c = lstm_recurrence(
-        projected, step_mask, tf.convert_to_tensor(self.fw_cell.recurrent_kernel),
-        tf.convert_to_tensor(self.bw_cell.recurrent_kernel), for_xla)  # [L, 2, B, H], [2, B, H]
-    outputs = tf.transpose(outputs, [1, 2, 0, 3])  # [2, B, L, H]
+    step_mask = tf.TensorArray(embedded.dtype, size=length).unstack(step_mask)
+    zeros = tf.zeros([2, tf.shape(embedded)[0], self.hidden_dim], embedded.dtype)  # [2, B, H]
+
+    def body(t, h, c, outputs):
+      recurrent = tf.stack([tf.matmul(h[0], recurrent_fw), tf.matmul(h[1], recurrent_bw)])
+      gates = projected.read(t) + recurrent  # [2, B, 4H]
+      i, f, g, o = tf.split(gates, 4, axis=2)  # [2, B, H] each
+      new_c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+      new_h = tf.sigmoid(o) * tf.tanh(new_c)
+      m = step_mask.read(t)  # [1, B, 1]: past an article's end its state stays put
+      c = m * new_c + (1.0 - m) * c
+      h = m * new_h + (1.0 - m) * h
+      return t + 1, h, c, outputs.write(t, m * new_h)
+
+    _, h, c, outputs = tf.while_loop(
+        lambda t, *_: t < length, body,
+        [tf.constant(0), zeros, zeros, tf.TensorArray(embedded.dtype, size=length)],
+        maximum_iterations=length if for_xla else None)
+    outputs = tf.transpose(outputs.stack(), [1, 2, 0, 3])  # [2, B, L, H]
     backward_out = tf.reverse_sequence(outputs[1], lengths, seq_axis=1, batch_axis=0)  # [B, L, H]
     states = tf.concat([outputs[0], backward_out], axis=2)  # [B, L, 2H]
     return states, (h[0], c[0]), (h[1], c[1])

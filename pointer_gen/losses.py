@@ -80,12 +80,7 @@ def gold_probs_scattered(outputs, target, enc_input_ext, max_oovs):
 
 def coverage_loss_per_step(attn):
   """sum_i min(a_i^t, cov_i^t) with cov^t the sum of earlier attention: attn [B, T, L] -> [B, T]."""
-  steps = tf.shape(attn)[1]
-  # The sum of the earlier steps as a matmul with a strictly lower-triangular [T, T] matrix:
-  # cheaper, forward and backward, than a cumsum along the middle axis.
-  earlier = tf.linalg.band_part(tf.ones([steps, steps], attn.dtype), -1, 0) - tf.eye(
-      steps, dtype=attn.dtype)  # [T, T]
-  coverage = tf.einsum("ts,bsl->btl", earlier, attn)  # [B, T, L]
+  coverage = tf.cumsum(attn, axis=1, exclusive=True)  # [B, T, L]
   return tf.reduce_sum(tf.minimum(attn, coverage), axis=2)
 
 

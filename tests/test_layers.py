@@ -134,49 +134,6 @@ def test_attention_matches_numpy(use_coverage):
   assert np.all(attn.numpy()[mask == 1] > 0.0)
 
 
-def test_lstm_recurrence_gradient_equals_the_automatic_gradient():
-  """Hand-written backpropagation through time against TensorFlow's gradient of the same
-  recurrence written plainly (unrolled), with articles ending early in both directions."""
-  rng = np.random.default_rng(13)
-  length, units = 6, 3
-  projected = tf.constant(rng.normal(size=(length, 2, B, 4 * units)), tf.float32)
-  step_mask = tf.constant(_mask([6, 4, 1], length).T[:, None, :, None], tf.float32)
-  recurrent = [tf.constant(rng.normal(size=(units, 4 * units)), tf.float32) for _ in range(2)]
-  weights = [tf.constant(rng.normal(size=shape), tf.float32)
-             for shape in ((length, 2, B, units), (2, B, units), (2, B, units))]
-
-  def plain(projected, step_mask, recurrent_fw, recurrent_bw):
-    h = c = tf.zeros([2, B, units])
-    outputs = []
-    for t in range(length):
-      gates = projected[t] + tf.stack([h[0] @ recurrent_fw, h[1] @ recurrent_bw])
-      i, f, g, o = tf.split(gates, 4, axis=2)
-      new_c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-      new_h = tf.sigmoid(o) * tf.tanh(new_c)
-      m = step_mask[t]
-      outputs.append(m * new_h)
-      h, c = m * new_h + (1.0 - m) * h, m * new_c + (1.0 - m) * c
-    return tf.stack(outputs), h, c
-
-  def values_and_gradients(fn):
-    inputs = [projected] + recurrent
-    with tf.GradientTape() as tape:
-      tape.watch(inputs)
-      results = fn(projected, step_mask, *recurrent)
-      loss = sum(tf.reduce_sum(tf.sin(r) * w) for r, w in zip(results, weights))
-    return [r.numpy() for r in results], [g.numpy() for g in tape.gradient(loss, inputs)]
-
-  fast, fast_grads = values_and_gradients(layers.lstm_recurrence)
-  expected, expected_grads = values_and_gradients(plain)
-  for value, want in zip(fast, expected):
-    np.testing.assert_allclose(value, want, atol=1e-6)
-  for grad, want in zip(fast_grads, expected_grads):
-    assert np.abs(want).max() > 1e-2
-    np.testing.assert_allclose(grad, want, atol=1e-5)
-  # Padding steps pass the state through: no gradient reaches their projections.
-  assert np.all(fast_grads[0][4:, :, 1] == 0.0) and np.all(fast_grads[0][1:, :, 2] == 0.0)
-
-
 @pytest.mark.parametrize("use_coverage", [True, False])
 def test_attention_scores_gradient_equals_the_plain_formulas(use_coverage):
   """The hand-written backward pass against TensorFlow's automatic gradient of the plain

@@ -167,29 +167,6 @@ def _plain_scores(memory_features, query_features, v, coverage=None, w_c=None):
   return tf.reduce_sum(v * tf.tanh(features), axis=2)  # [B, L]
 
 
-def _plain_lstm_recurrence(projected, step_mask, recurrent_fw, recurrent_bw, for_xla=False):
-  """The recurrence of layers.lstm_recurrence, differentiated by TensorFlow."""
-  del for_xla
-  length = tf.shape(projected)[0]
-  projected_ta = tf.TensorArray(projected.dtype, size=length).unstack(projected)
-  mask_ta = tf.TensorArray(projected.dtype, size=length).unstack(step_mask)
-  zeros = tf.zeros_like(projected[0, :, :, :tf.shape(recurrent_fw)[0]])  # [2, B, H]
-
-  def body(t, h, c, outputs):
-    gates = projected_ta.read(t) + tf.stack([tf.matmul(h[0], recurrent_fw),
-                                             tf.matmul(h[1], recurrent_bw)])  # [2, B, 4H]
-    i, f, g, o = tf.split(gates, 4, axis=2)
-    new_c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-    new_h = tf.sigmoid(o) * tf.tanh(new_c)
-    m = mask_ta.read(t)
-    return (t + 1, m * new_h + (1.0 - m) * h, m * new_c + (1.0 - m) * c,
-            outputs.write(t, m * new_h))
-
-  _, h, c, outputs = tf.while_loop(lambda t, *_: t < length, body, [
-      tf.constant(0), zeros, zeros, tf.TensorArray(projected.dtype, size=length)])
-  return outputs.stack(), h, c
-
-
 def _project_every_step(call):
   return lambda self, batch, real_steps_only=False, for_xla=False: call(self, batch, False,
                                                                         for_xla)
@@ -201,15 +178,9 @@ ABLATIONS = {
         layers, "attention_scores", lambda _: _plain_scores),
     "attention context: einsum": (
         layers, "attention_context", lambda _: lambda a, h: tf.einsum("bl,bld->bd", a, h)),
-    "encoder: automatic BPTT": (
-        layers, "lstm_recurrence", lambda _: _plain_lstm_recurrence),
     "loss: gather after softmax": (
         losses, "softmax_at",
         lambda _: lambda logits, ids: tf.gather(tf.nn.softmax(logits), ids, batch_dims=1)),
-    "coverage loss: cumsum": (
-        losses, "coverage_loss_per_step",
-        lambda _: lambda attn: tf.reduce_sum(
-            tf.minimum(attn, tf.cumsum(attn, axis=1, exclusive=True)), axis=2)),
     "projection on padding steps too": (
         model_lib.PointerGenerator, "call", _project_every_step),
 }
