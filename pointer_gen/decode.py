@@ -18,6 +18,7 @@ from pointer_gen import model as model_lib
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.errors import make_output_dir
 
 RELOAD_SECS = 60
 _PER_EXAMPLE = "per_example.jsonl"
@@ -118,8 +119,8 @@ class SinglePassDecoder:
   def run(self):
     done = self._already_decoded()
     self._remove_partial_writes()
-    os.makedirs(self.ref_dir, exist_ok=True)
-    os.makedirs(self.dec_dir, exist_ok=True)
+    make_output_dir(self.ref_dir)
+    make_output_dir(self.dec_dir)
     per_example = self._per_example(done)
     if done:
       logging.info("Resuming the decode in %s after %d examples.", self.dir, done)
@@ -240,7 +241,7 @@ class ContinuousDecoder:
     self.dir = os.path.join(hps.run_dir, "decode")
 
   def run(self):
-    os.makedirs(os.path.join(self.dir, "attn_vis"), exist_ok=True)
+    make_output_dir(os.path.join(self.dir, "attn_vis"))
     source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed)
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab),
                                 self.hps.replace(single_pass=False), batch_size=1)

@@ -9,7 +9,7 @@ from absl import logging
 import tensorflow as tf
 
 from pointer_gen.errors import DataError
-from pointer_gen.errors import OutputError
+from pointer_gen.errors import make_output_dir
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 
@@ -54,11 +54,7 @@ class WorkerDir:
     self.chief = chief
     if chief:
       self.path = directory
-      try:
-        os.makedirs(directory, exist_ok=True)
-      except OSError as e:
-        raise OutputError(f"cannot create the output directory {directory} (check --log_root): "
-                          f"{e.strerror}") from e
+      make_output_dir(directory)
     else:
       self.path = tempfile.mkdtemp(prefix="pointer_gen_worker_")
 

@@ -1,5 +1,8 @@
 """Errors raised for bad user input: each message names the file, record or flag at fault."""
 
+import os
+
+
 
 class DataError(ValueError):
   """A data, vocab or flag value that cannot be used, with the place it came from."""
@@ -8,3 +11,13 @@ class DataError(ValueError):
 class OutputError(OSError):
   """An output file or directory that cannot be written (disk full, not writable), with its
   path."""
+
+
+def make_output_dir(directory):
+  """os.makedirs, with a failure (a file in the way, no permission, a full disk) turned into an
+  OutputError that names the directory."""
+  try:
+    os.makedirs(directory, exist_ok=True)
+  except OSError as e:
+    raise OutputError(f"cannot create the output directory {directory} (check --log_root): "
+                      f"{e.strerror}") from e

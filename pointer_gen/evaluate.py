@@ -26,6 +26,7 @@ from pointer_gen import model as model_lib
 from pointer_gen import stopping
 from pointer_gen import summaries
 from pointer_gen.errors import DataError
+from pointer_gen.errors import make_output_dir
 
 RUNNING_AVG_DECAY = 0.99
 RUNNING_AVG_CAP = 12.0
@@ -92,7 +93,7 @@ class ConcurrentEvaluator:
     # gives it a fresh optimizer.
     best = checkpoints.make_checkpoint(self.model)
     self.best_step = best.step
-    os.makedirs(hps.eval_dir, exist_ok=True)
+    make_output_dir(hps.eval_dir)
     self.best_manager = tf.train.CheckpointManager(
         best, hps.eval_dir, max_to_keep=checkpoints.MAX_TO_KEEP,
         checkpoint_name=checkpoints.BEST_MODEL_NAME)
@@ -219,7 +220,7 @@ def run_single_pass(hps, vocab):
   if hps.coverage:
     result["mean_coverage_loss"] = totals["coverage_loss"] / num_examples
   result["definitions"] = {k: v for k, v in METRIC_DEFINITIONS.items() if k in result}
-  os.makedirs(hps.eval_dir, exist_ok=True)
+  make_output_dir(hps.eval_dir)
   path = os.path.join(hps.eval_dir, f"metrics-{step}.json")
   metrics.write_text_atomic(path, json.dumps(result, indent=2) + "\n")
   logging.info("Scored %s on %d examples (%d target tokens): loss %.4f; written to %s",

@@ -223,6 +223,16 @@ def test_output_directory_that_cannot_be_created_is_a_clear_error(corpus, tmp_pa
                    r"\(check --log_root\): Not a directory$", err, re.M), err
 
 
+def test_eval_directory_that_cannot_be_created_is_a_clear_error(corpus, trained, tmp_path):
+  _copy_run(trained, tmp_path)
+  (tmp_path / "run" / "eval").write_text("a file where eval/ must go")
+  code, _, err = _run(corpus, tmp_path, "--mode=eval", "--eval_max_checkpoints=1", split="val")
+  assert code == 1
+  assert "Traceback" not in err
+  assert re.search(r"^error: cannot create the output directory \S+/run/eval "
+                   r"\(check --log_root\): File exists$", err, re.M), err
+
+
 # ----------------------------------------------------------------- interrupted decode resumes
 
 
