@@ -1,6 +1,7 @@
 import importlib.util
 import os
 import pathlib
+import re
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -26,6 +27,25 @@ def bbc():
   if not BBC.is_dir():
     pytest.fail(f"real data expected at {BBC} (the shared/ folder beside the repository)")
   return BBC
+
+
+# absl's Python log line: severity, date, time, thread id, then the source file's base name.
+_ABSL_LINE = re.compile(r"^([DIWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^:\]]+):\d+\]")
+_PROJECT_MODULES = frozenset(f"{p.stem}.py" for p in (REPO / "pointer_gen").glob("*.py"))
+
+
+def project_error_lines(stderr):
+  """The lines of `stderr` that report an error of the project's own: tracebacks, the
+  `error: ...` lines the entry point prints, and absl ERROR/FATAL lines logged from a
+  `pointer_gen` module. TensorFlow's runtime prints its own notices (which differ between CPUs,
+  builds and versions, and look like absl's lines but come from C++ files): they never count."""
+  errors = []
+  for line in stderr.splitlines():
+    absl = _ABSL_LINE.match(line)
+    if ("Traceback (most recent call last)" in line or line.startswith("error: ")
+        or (absl and absl.group(1) in "EF" and absl.group(2) in _PROJECT_MODULES)):
+      errors.append(line)
+  return errors
 
 
 def load_tool(name):

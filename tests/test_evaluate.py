@@ -25,7 +25,7 @@ from pointer_gen import summaries
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from conftest import REPO, run_main
+from conftest import REPO, project_error_lines, run_main
 
 NUM_SAVES = 6
 MIN_SCORED = 3
@@ -59,13 +59,6 @@ def _saved_steps(train_log):
   """The steps of the checkpoints the trainer saved (the last may be saved twice: on time, then
   on exit)."""
   return sorted({int(s) for s in re.findall(r"Saved checkpoint \S+model\.ckpt-(\d+)", train_log)})
-
-
-def _error_lines(stderr):
-  """Tracebacks and error-level log lines, except TF's notice that there is no CUDA here."""
-  return [line for line in stderr.splitlines()
-          if ("Traceback" in line or re.match(r"(E\d{4} |ERROR)", line))
-          and "cuda" not in line.lower()]
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +100,7 @@ def test_eval_beside_training_scores_new_checkpoints_and_keeps_the_best(concurre
   run = concurrent_run
   train_dir, eval_dir = run["run_dir"] / "train", run["run_dir"] / "eval"
   assert run["eval_code"] == 0
-  assert _error_lines(run["eval.err"]) == []
+  assert project_error_lines(run["eval.err"]) == []
   assert "Waiting for a checkpoint in" in run["eval.err"]
   assert "Stopping on KeyboardInterrupt" in run["eval.err"]
 
