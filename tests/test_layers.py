@@ -378,3 +378,47 @@ def test_initial_attention(coverage):
     np.testing.assert_allclose(cov.numpy(), state[3] + e_attn, atol=ATOL)
   else:
     np.testing.assert_allclose(cov.numpy(), state[3], atol=ATOL)
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_fused_encoder_equals_the_looped_recurrence_forward_and_backward(bounded, monkeypatch):
+  """The fused LSTM op (the default) against the tf.while_loop recurrence (XLA's path, bounded;
+  and unbounded): states, final states and every weight's gradient, with an empty article and
+  padding in the batch."""
+  rng = np.random.default_rng(3)
+  encoder = layers.Encoder(H, name="encoder")
+  encoder.build((None, None, E))
+  _randomize(encoder, rng)
+  lengths = [7, 4, 0, 2]
+  embedded = tf.constant(rng.uniform(-1, 1, (4, L, E)).astype(np.float32))  # [B, L, E]
+  mask = tf.constant(_mask(lengths) > 0)
+  weights = [rng.normal(size=s).astype(np.float32) for s in ((4, L, 2 * H), (4, H), (4, H))]
+
+  def run(for_xla):
+    # In a graph, as in training: the bounded loop does not run eagerly.
+    @tf.function
+    def encode_and_differentiate():
+      with tf.GradientTape() as tape:
+        states, (fw_h, fw_c), (bw_h, bw_c) = encoder(embedded, mask, for_xla=for_xla)
+        loss = (tf.reduce_sum(states * weights[0]) + tf.reduce_sum((fw_h + bw_c) * weights[1])
+                + tf.reduce_sum((fw_c + bw_h) * weights[2]))
+      return [states, fw_h, fw_c, bw_h, bw_c], tape.gradient(loss, encoder.trainable_variables)
+
+    outputs, gradients = encode_and_differentiate()
+    return [t.numpy() for t in outputs], [g.numpy() for g in gradients]
+
+  fused, fused_gradients = run(for_xla=False)
+  if not bounded:
+    monkeypatch.setattr(layers, "fused_bilstm", lambda cells, forward, backward, lengths:
+                        layers.looped_bilstm(cells, forward, backward, mask, bounded=False))
+  looped, looped_gradients = run(for_xla=bounded)
+  for name, a, b in zip(["states", "fw_h", "fw_c", "bw_h", "bw_c"], fused, looped):
+    np.testing.assert_allclose(a, b, atol=1e-6, err_msg=name)
+  # Padding positions are exactly zero and the empty article keeps the zero initial state.
+  np.testing.assert_array_equal(fused[0][_mask(lengths) == 0], 0.0)
+  for final in fused[1:]:
+    np.testing.assert_array_equal(final[2], 0.0)
+  assert np.abs(looped[0]).max() > 0.1
+  for variable, a, b in zip(encoder.trainable_variables, fused_gradients, looped_gradients):
+    assert np.abs(b).max() > 1e-3, variable.path
+    np.testing.assert_allclose(a, b, atol=1e-5, err_msg=variable.path)
