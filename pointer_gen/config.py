@@ -9,6 +9,7 @@ from pointer_gen.errors import DataError
 from pointer_gen.text import TOKENIZERS
 
 MODES = ("train", "eval", "decode", "export")
+CLIP_NORMS = ("original", "true")
 
 
 def define_flags():
@@ -44,6 +45,10 @@ def define_flags():
   f.DEFINE_float("rand_unif_init_mag", 0.02, "Magnitude of the LSTM weights' uniform init.")
   f.DEFINE_float("trunc_norm_init_std", 1e-4, "Std of the truncated-normal init.")
   f.DEFINE_float("max_grad_norm", 2.0, "Global-norm gradient clipping threshold.")
+  f.DEFINE_enum("clip_norm", "original", list(CLIP_NORMS), "The global norm that "
+                "--max_grad_norm clips with (and the logged global_norm). original: as the "
+                "original's graph, each looked-up token's embedding-gradient row counted on its "
+                "own (repeated words not summed); true: the norm of the summed gradient.")
   f.DEFINE_boolean("pointer_gen", True, "Pointer-generator (True) or attention baseline (False).")
   f.DEFINE_boolean("coverage", False, "Use the coverage mechanism and its loss.")
   f.DEFINE_float("cov_loss_wt", 1.0, "Weight of the coverage loss (lambda in the paper).")
@@ -117,6 +122,7 @@ class HParams:
   rand_unif_init_mag: float = 0.02
   trunc_norm_init_std: float = 1e-4
   max_grad_norm: float = 2.0
+  clip_norm: str = "original"
   pointer_gen: bool = True
   coverage: bool = False
   cov_loss_wt: float = 1.0
@@ -164,6 +170,8 @@ class HParams:
     for name in ("lr", "adagrad_init_acc", "max_grad_norm"):
       if getattr(self, name) <= 0:
         raise DataError(f"--{name}={getattr(self, name)}: must be positive")
+    if self.clip_norm not in CLIP_NORMS:
+      raise DataError(f"--clip_norm={self.clip_norm}: expected one of {', '.join(CLIP_NORMS)}")
     # Only beam search reads min_dec_steps; training with short summaries must not trip on it.
     if self.mode not in ("train", "eval") and not 0 <= self.min_dec_steps <= self.max_dec_steps:
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "

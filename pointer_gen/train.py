@@ -45,6 +45,29 @@ def _all_reduce_sum(value):
   return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
+def _token_rows_squared(gradients):
+  """The sum of the squares of the IndexedSlices gradients' rows (the embedding's: one row per
+  looked-up token, repeated words not summed), a scalar."""
+  rows = [tf.reduce_sum(tf.square(g.values)) for g in gradients if isinstance(g, tf.IndexedSlices)]
+  return tf.add_n(rows) if rows else tf.constant(0.0)
+
+
+def clipping_norm(tape_gradients, gradients, token_rows_squared, clip_norm):
+  """The global norm that --max_grad_norm clips with, logged as `global_norm`.
+
+  `true`: the norm of the summed, dense `gradients`. `original`: the norm the original's graph
+  clips with, where tf.clip_by_global_norm squares tf.gradients' raw output: the embedding's
+  gradient there is an IndexedSlices with one row per looked-up token (article and summary), so
+  its share is `token_rows_squared` (the rows' squares, repeated words not summed); every other
+  variable's share is as in `true`. `tape_gradients` tells which gradients are IndexedSlices.
+  """
+  if clip_norm == "true":
+    return tf.linalg.global_norm(gradients)
+  dense = [tf.reduce_sum(tf.square(g)) for g, raw in zip(gradients, tape_gradients)
+           if not isinstance(raw, tf.IndexedSlices)]
+  return tf.sqrt(tf.add_n(dense + [token_rows_squared]))
+
+
 def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_compile=False):
   """A compiled step over a distributed iterator: forward, loss normalised over the GLOBAL
   batch, gradients summed over replicas, ONE global-norm clip, and an update only if the loss
@@ -76,9 +99,13 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
         poison = tf.equal(step + 1, hps.inject_nonfinite_at_step) & tf.logical_not(injected)
         injected.assign(injected | poison)
         total *= tf.where(poison, float("nan"), 1.0)
-    gradients = [tf.convert_to_tensor(g) for g in tape.gradient(total, variables)]
-    gradients = _all_reduce_sum(gradients)
-    clipped, global_norm = tf.clip_by_global_norm(gradients, hps.max_grad_norm)
+    tape_gradients = tape.gradient(total, variables)
+    # The embedding gradient's per-token rows (see clipping_norm) exist only here, each on its
+    # replica: the sum of their squares rides in the gradients' one all-reduce.
+    *gradients, token_rows_squared = _all_reduce_sum(
+        [tf.convert_to_tensor(g) for g in tape_gradients] + [_token_rows_squared(tape_gradients)])
+    global_norm = clipping_norm(tape_gradients, gradients, token_rows_squared, hps.clip_norm)
+    clipped, _ = tf.clip_by_global_norm(gradients, hps.max_grad_norm, use_norm=global_norm)
     total_loss = _all_reduce_sum(total)
     finite = tf.math.is_finite(total_loss) & tf.math.is_finite(global_norm)
     # Keras sums gradients over replicas again inside apply_gradients: hand it 1/replicas of

@@ -2,6 +2,7 @@ import importlib.util
 import os
 import pathlib
 import re
+import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -78,6 +79,18 @@ def run_main(capsys, *args):
     tf.config.optimizer.set_experimental_options(options)
   out, err = capsys.readouterr()
   return code, out, err
+
+
+def run_tf1_reference(script, out_dir):
+  """Runs `script out_dir` in a fresh process and returns the arrays of the `reference.npz` it
+  writes there. The process has TF_USE_LEGACY_KERAS=1 (TF1's RNN cells live in tf_keras, which
+  cannot share a process with Keras 3) and imports this checkout's pointer_gen."""
+  env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO))
+  result = subprocess.run([sys.executable, str(script), str(out_dir)], env=env,
+                          capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-5000:]
+  with np.load(pathlib.Path(out_dir) / "reference.npz") as npz:
+    return {k: npz[k] for k in npz.files}
 
 
 def np64(x):

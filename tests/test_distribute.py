@@ -42,6 +42,10 @@ def test_mirrored_over_two_logical_cpus_matches_one_device(tmp_path):
   assert result["single"]["moved"] > 1e-3  # the step really changed the weights
   assert result["max_weight_diff"] < TOLERANCE, result
   assert abs(result["single"]["loss"] - result["mirrored"]["loss"]) < 1e-5
+  # Clipped, by the original's norm over the global batch: each replica's own embedding rows
+  # alone would give a smaller one (and each replica its own).
+  assert result["single"]["global_norm"] > 3 * result["max_grad_norm"]
+  assert abs(result["single"]["global_norm"] / result["mirrored"]["global_norm"] - 1) < 1e-5
 
 
 def _free_ports(count):

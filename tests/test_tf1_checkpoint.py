@@ -29,6 +29,8 @@ from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
+from conftest import run_tf1_reference
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ATOL = 1e-5
 V, E, H = 30, 6, 5
@@ -128,12 +130,7 @@ def _write_tf10_names(prefix, out_dir):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
   out = tmp_path_factory.mktemp("tf1")
-  env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3")
-  result = subprocess.run([sys.executable, __file__, str(out)], env=env, capture_output=True,
-                          text=True, timeout=300)
-  assert result.returncode == 0, result.stderr[-5000:]
-  with np.load(out / "reference.npz") as npz:
-    ref = {k: npz[k] for k in npz.files}
+  ref = run_tf1_reference(__file__, out)
   (out / "vocab").write_text("".join(f"{w} {100 - i}\n" for i, w in enumerate(WORDS)))
   ref.update(vocab=str(out / "vocab"), prefix=str(out / "tf1_2" / f"model.ckpt-{STEP}"),
              tf10_prefix=str(out / "tf1_0" / f"model.ckpt-{STEP}"),

@@ -1,6 +1,6 @@
-"""Run by tests/test_distribute.py in a fresh process: one training step on a fixed global
-batch with one device and with MirroredStrategy over two logical CPUs; prints the largest
-weight difference and the two losses as JSON."""
+"""Run by tests/test_distribute.py in a fresh process: one clipped training step on a fixed
+global batch with one device and with MirroredStrategy over two logical CPUs; prints the largest
+weight difference and the two losses and global norms as JSON."""
 
 import json
 import sys
@@ -20,7 +20,8 @@ import distribute_common  # pylint: disable=g-import-not-at-top
 
 def main():
   corpus, out = sys.argv[2], sys.argv[3]
-  hps = distribute_common.tiny_hparams(corpus, out)
+  # Clipping forced: the norm it divides by must be the global batch's, decided once.
+  hps = distribute_common.tiny_hparams(corpus, out).replace(max_grad_norm=0.2)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   global_batch = distribute_common.first_batch(hps, vocab, batch_size=8)
   dataset = tf.data.Dataset.from_tensors(global_batch).repeat()
@@ -36,11 +37,12 @@ def main():
         "weights": [v.numpy() for v in trainer.model.trainable_variables],
         "moved": max(float(abs(a - b).max()) for a, b in
                      zip(before, [v.numpy() for v in trainer.model.trainable_variables])),
-        "loss": float(scalars["loss"]), "replicas": strategy.num_replicas_in_sync,
+        "loss": float(scalars["loss"]), "global_norm": float(scalars["global_norm"]),
+        "replicas": strategy.num_replicas_in_sync,
     }
   diff = max(float(abs(a - b).max()) for a, b in zip(results["single"]["weights"],
                                                        results["mirrored"]["weights"]))
-  print(json.dumps({"max_weight_diff": diff, **{
+  print(json.dumps({"max_weight_diff": diff, "max_grad_norm": hps.max_grad_norm, **{
       name: {k: v for k, v in r.items() if k != "weights"} for name, r in results.items()}}))
 
 
