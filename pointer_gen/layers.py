@@ -16,10 +16,10 @@ def _trunc_normal(std):
 class Encoder(keras.layers.Layer):
   """One bidirectional LSTM layer over the embedded article, respecting its true length.
 
-  The weights are two Keras LSTMCells (gates i, f, c, o), but the recurrence is run here, by
-  fused_bilstm (TensorFlow's fused LSTM op) or looped_bilstm (a tf.while_loop, for XLA and for
-  dtypes the fused op lacks). Outputs at padding positions are zero, as TF1's
-  bidirectional_dynamic_rnn.
+  The weights are two Keras LSTMCells (gates i, f, c, o), but the recurrence is run here: the
+  input projections of every position and both directions are one matmul before the loop, and
+  each step does both directions' recurrent matmuls. Outputs at padding positions are zero, as
+  TF1's bidirectional_dynamic_rnn.
   """
 
   def __init__(self, hidden_dim, rand_unif_init_mag=0.02, **kwargs):
@@ -42,20 +42,51 @@ class Encoder(keras.layers.Layer):
     self.bw_cell.build((None, input_shape[-1]))
     super().build(input_shape)
 
+  def _both(self, weight):
+    """The forward and the backward cell's weight of that name, stacked: [2, ...]."""
+    return tf.stack([tf.convert_to_tensor(getattr(cell, weight))
+                     for cell in (self.fw_cell, self.bw_cell)])
+
   def call(self, embedded, mask, for_xla=False):
     """embedded [B, L, E], mask [B, L] bool -> states [B, L, 2H], fw/bw final (h, c) each [B, H].
 
-    for_xla: XLA (and so a TPU) has no kernel for the fused LSTM op; the loop runs instead,
-    bounded as XLA requires. The fused op takes float32 and float16 only.
+    for_xla bounds the loop, which XLA requires (and which slows the plain graph's gradient).
     """
     lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # [B]
     # The backward direction reads each article from its own last real word.
     backward = tf.reverse_sequence(embedded, lengths, seq_axis=1, batch_axis=0)  # [B, L, E]
-    cells = (self.fw_cell, self.bw_cell)
-    if for_xla or embedded.dtype not in (tf.float32, tf.float16):
-      outputs, (h, c) = looped_bilstm(cells, embedded, backward, mask, for_xla)
-    else:
-      outputs, (h, c) = fused_bilstm(cells, embedded, backward, lengths)
+    kernels = self._both("kernel")  # [2, E, 4H]
+    biases = self._both("bias")  # [2, 4H]
+    # Two plain matmuls per step, not one batched matmul over the directions: at these small
+    # shapes BatchMatMulV2 took about twice as long, forward and backward.
+    recurrent_fw = tf.convert_to_tensor(self.fw_cell.recurrent_kernel)  # [H, 4H]
+    recurrent_bw = tf.convert_to_tensor(self.bw_cell.recurrent_kernel)  # [H, 4H]
+    inputs = tf.stack([embedded, backward])  # [2, B, L, E]
+    projected = tf.einsum("dble,deg->ldbg", inputs, kernels) + biases[None, :, None, :]  # [L, 2, B, 4H]
+    length = tf.shape(embedded)[1]
+    # Read per step from TensorArrays: indexing the whole tensor in the loop would make its
+    # gradient a full-size [L, ...] tensor at every step.
+    projected = tf.TensorArray(embedded.dtype, size=length).unstack(projected)
+    step_mask = tf.transpose(tf.cast(mask, embedded.dtype))[:, None, :, None]  # [L, 1, B, 1]
+    step_mask = tf.TensorArray(embedded.dtype, size=length).unstack(step_mask)
+    zeros = tf.zeros([2, tf.shape(embedded)[0], self.hidden_dim], embedded.dtype)  # [2, B, H]
+
+    def body(t, h, c, outputs):
+      recurrent = tf.stack([tf.matmul(h[0], recurrent_fw), tf.matmul(h[1], recurrent_bw)])
+      gates = projected.read(t) + recurrent  # [2, B, 4H]
+      i, f, g, o = tf.split(gates, 4, axis=2)  # [2, B, H] each
+      new_c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+      new_h = tf.sigmoid(o) * tf.tanh(new_c)
+      m = step_mask.read(t)  # [1, B, 1]: past an article's end its state stays put
+      c = m * new_c + (1.0 - m) * c
+      h = m * new_h + (1.0 - m) * h
+      return t + 1, h, c, outputs.write(t, m * new_h)
+
+    _, h, c, outputs = tf.while_loop(
+        lambda t, *_: t < length, body,
+        [tf.constant(0), zeros, zeros, tf.TensorArray(embedded.dtype, size=length)],
+        maximum_iterations=length if for_xla else None)
+    outputs = tf.transpose(outputs.stack(), [1, 2, 0, 3])  # [2, B, L, H]
     backward_out = tf.reverse_sequence(outputs[1], lengths, seq_axis=1, batch_axis=0)  # [B, L, H]
     states = tf.concat([outputs[0], backward_out], axis=2)  # [B, L, 2H]
     return states, (h[0], c[0]), (h[1], c[1])
@@ -63,86 +94,6 @@ class Encoder(keras.layers.Layer):
   def get_config(self):
     return {**super().get_config(), "hidden_dim": self.hidden_dim,
             "rand_unif_init_mag": self.rand_unif_init_mag}
-
-
-def _icfo(tensor):
-  """Keras's gate order (i, f, c, o) on the last axis -> the fused op's (i, c, f, o)."""
-  i, f, c, o = tf.split(tensor, 4, axis=-1)
-  return tf.concat([i, c, f, o], axis=-1)
-
-
-def fused_bilstm(cells, forward, backward, lengths):
-  """Each direction as ONE BlockLSTM op over the whole article (its C++ loop has none of a
-  tf.while_loop's per-step overhead, and its gradient is one BlockLSTMGrad op); the two
-  directions are independent ops that TensorFlow runs side by side.
-
-  forward, backward [B, L, E] (backward already reversed per article). Returns outputs
-  [2, B, L, H] (zero past each article's end) and the final (h, c), each [2, B, H]. The op
-  knows no per-article lengths: past an article's end it runs on over padding, so its outputs
-  there are masked and its final state is read at the article's last real word. BlockLSTMV2
-  (Keras's gate order) is not used: its gradient did not match the recurrence's.
-  """
-  batch, length = tf.shape(forward)[0], tf.shape(forward)[1]
-  hidden = cells[0].units
-  zeros = tf.zeros([batch, hidden], forward.dtype)  # [B, H]
-  no_peephole = tf.zeros([hidden], forward.dtype)  # [H]
-  step_mask = tf.transpose(tf.sequence_mask(lengths, length, forward.dtype))[:, :, None]  # [L, B, 1]
-  last = tf.stack([tf.maximum(lengths - 1, 0), tf.range(batch)], axis=1)  # [B, 2] (step, row)
-  # An article with no words keeps the zero initial state, as the masked loop does.
-  nonempty = tf.cast(lengths > 0, forward.dtype)[:, None]  # [B, 1]
-  outputs, finals_h, finals_c = [], [], []
-  for cell, inputs in zip(cells, (forward, backward)):
-    weights = tf.concat([tf.convert_to_tensor(cell.kernel),
-                         tf.convert_to_tensor(cell.recurrent_kernel)], axis=0)  # [E + H, 4H]
-    result = tf.raw_ops.BlockLSTM(
-        seq_len_max=tf.cast(length, tf.int64), x=tf.transpose(inputs, [1, 0, 2]),  # [L, B, E]
-        cs_prev=zeros, h_prev=zeros, w=_icfo(weights), wci=no_peephole, wcf=no_peephole,
-        wco=no_peephole, b=_icfo(tf.convert_to_tensor(cell.bias)), forget_bias=0.0)
-    h = result.h * step_mask  # [L, B, H]
-    outputs.append(tf.transpose(h, [1, 0, 2]))  # [B, L, H]
-    finals_h.append(tf.gather_nd(h, last) * nonempty)  # [B, H]
-    finals_c.append(tf.gather_nd(result.cs, last) * nonempty)  # [B, H]
-  return tf.stack(outputs), (tf.stack(finals_h), tf.stack(finals_c))
-
-
-def looped_bilstm(cells, forward, backward, mask, bounded):
-  """Both directions' recurrence as one tf.while_loop: the input projections of every position
-  and both directions are one matmul before the loop, each step does the two recurrent
-  matmuls. Same arguments and results as fused_bilstm; bounded gives the loop
-  maximum_iterations, which XLA requires (and which slows the plain graph's gradient)."""
-  kernels = tf.stack([tf.convert_to_tensor(cell.kernel) for cell in cells])  # [2, E, 4H]
-  biases = tf.stack([tf.convert_to_tensor(cell.bias) for cell in cells])  # [2, 4H]
-  # Two plain matmuls per step, not one batched matmul over the directions: at these small
-  # shapes BatchMatMulV2 took about twice as long, forward and backward.
-  recurrent_fw = tf.convert_to_tensor(cells[0].recurrent_kernel)  # [H, 4H]
-  recurrent_bw = tf.convert_to_tensor(cells[1].recurrent_kernel)  # [H, 4H]
-  inputs = tf.stack([forward, backward])  # [2, B, L, E]
-  projected = tf.einsum("dble,deg->ldbg", inputs, kernels) + biases[None, :, None, :]  # [L, 2, B, 4H]
-  length = tf.shape(forward)[1]
-  dtype = forward.dtype
-  # Read per step from TensorArrays: indexing the whole tensor in the loop would make its
-  # gradient a full-size [L, ...] tensor at every step.
-  projected = tf.TensorArray(dtype, size=length).unstack(projected)
-  step_mask = tf.transpose(tf.cast(mask, dtype))[:, None, :, None]  # [L, 1, B, 1]
-  step_mask = tf.TensorArray(dtype, size=length).unstack(step_mask)
-  zeros = tf.zeros([2, tf.shape(forward)[0], cells[0].units], dtype)  # [2, B, H]
-
-  def body(t, h, c, outputs):
-    recurrent = tf.stack([tf.matmul(h[0], recurrent_fw), tf.matmul(h[1], recurrent_bw)])
-    gates = projected.read(t) + recurrent  # [2, B, 4H]
-    i, f, g, o = tf.split(gates, 4, axis=2)  # [2, B, H] each
-    new_c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-    new_h = tf.sigmoid(o) * tf.tanh(new_c)
-    m = step_mask.read(t)  # [1, B, 1]: past an article's end its state stays put
-    c = m * new_c + (1.0 - m) * c
-    h = m * new_h + (1.0 - m) * h
-    return t + 1, h, c, outputs.write(t, m * new_h)
-
-  _, h, c, outputs = tf.while_loop(
-      lambda t, *_: t < length, body,
-      [tf.constant(0), zeros, zeros, tf.TensorArray(dtype, size=length)],
-      maximum_iterations=length if bounded else None)
-  return tf.transpose(outputs.stack(), [1, 2, 0, 3]), (h, c)  # [2, B, L, H]
 
 
 @keras.saving.register_keras_serializable("pointer_gen")

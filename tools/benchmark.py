@@ -174,10 +174,6 @@ def _project_every_step(call):
 
 # Each optimisation and its plain formulation: (module, attribute, plain replacement factory).
 ABLATIONS = {
-    "encoder: tf.while_loop recurrence": (
-        layers, "fused_bilstm",
-        lambda _: lambda cells, forward, backward, lengths: layers.looped_bilstm(
-            cells, forward, backward, tf.sequence_mask(lengths, tf.shape(forward)[1]), False)),
     "attention scores: automatic gradient": (
         layers, "attention_scores", lambda _: _plain_scores),
     "attention context: einsum": (
