@@ -74,6 +74,8 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
   and the gradients are finite (else a zero gradient, which leaves Adagrad's weights and
   accumulators exactly as they were, on every replica alike)."""
   strategy = strategy or tf.distribute.get_strategy()
+  # A TPU compiles every step with XLA, whether or not jit_compile asks for it.
+  for_xla = jit_compile or isinstance(strategy, tf.distribute.TPUStrategy)
   variables = model.trainable_variables
   replicas = strategy.num_replicas_in_sync
   if hps.inject_nonfinite_at_step:
@@ -86,7 +88,7 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
   def replica_step(batch):
     num_examples = _all_reduce_sum(tf.shape(batch["dec_len"])[0])
     with tf.GradientTape() as tape:
-      outputs = model(batch, real_steps_only=True, for_xla=jit_compile)
+      outputs = model(batch, real_steps_only=True, for_xla=for_xla)
       per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)
       num_tokens = _all_reduce_sum(tf.reduce_sum(per_example["tokens"]))
       scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt,
