@@ -174,6 +174,8 @@ def _project_every_step(call):
 
 # Each optimisation and its plain formulation: (module, attribute, plain replacement factory).
 ABLATIONS = {
+    "encoder's recurrent matmul: automatic gradient": (
+        layers, "loop_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
     "attention scores: automatic gradient": (
         layers, "attention_scores", lambda _: _plain_scores),
     "attention context: einsum": (
