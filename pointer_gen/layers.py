@@ -169,7 +169,16 @@ def attention_scores(memory_features, query_features, v, coverage=None, w_c=None
 def _scores_backward(activations, d_scores, v):
   """Gradients of scores = activations . v: for the pre-tanh features [B, L, U] and for v [U]."""
   d_features = tf.raw_ops.TanhGrad(y=activations, dy=d_scores[:, :, None] * v)  # [B, L, U]
-  return d_features, tf.einsum("blu,bl->u", activations, d_scores)
+  return d_features, _weighted_position_sum(activations, d_scores)
+
+
+def _weighted_position_sum(values, weights):
+  """sum over b, l of weights[b, l] * values[b, l, :]: values [B, L, U], weights [B, L] -> [U].
+
+  As one [1, B*L] x [B*L, U] matmul: einsum("blu,bl->u") took twice as long (2-core Zen 4).
+  """
+  units = tf.shape(values)[2]
+  return tf.matmul(tf.reshape(weights, [1, -1]), tf.reshape(values, [-1, units]))[0]  # [U]
 
 
 @tf.custom_gradient
@@ -196,7 +205,7 @@ def _scores_with_coverage(memory_features, query_features, v, coverage, w_c):
     d_features, d_v = _scores_backward(activations, d_scores, v)
     return (d_features, tf.reduce_sum(d_features, axis=1), d_v,
             tf.linalg.matvec(d_features, w_c[0]),  # [B, L]
-            tf.einsum("blu,bl->u", d_features, coverage)[None, :])  # [1, U]
+            _weighted_position_sum(d_features, coverage)[None, :])  # [1, U]
 
   return tf.linalg.matvec(activations, v), gradient  # [B, L]
 
