@@ -15,6 +15,7 @@ from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
+from pointer_gen import stopping
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -134,6 +135,8 @@ class SinglePassDecoder:
     start, first_done = time.time(), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
       for batch in dataset:
+        if stopping.requested():
+          break
         result = run_search(search, batch)
         for n in range(len(result["length"])):
           if done >= total:
@@ -142,15 +145,18 @@ class SinglePassDecoder:
           # The log line goes before the decoded file, whose presence marks the example done:
           # a kill between the two then leaves a surplus line (dropped on resume), never a
           # decoded example without its line (which the resume refuses).
-          log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
-                                "steps": summary.num_steps}) + "\n")
-          log.flush()
-          self._write_example(done, summary)
+          with stopping.critical():
+            log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
+                                  "steps": summary.num_steps}) + "\n")
+            log.flush()
+            self._write_example(done, summary)
           per_example.append(float(np.mean(summary.p_gens)))
           done += 1
         _progress(done, total, start, first_done)
         if done >= total:
           break
+    if done < total and stopping.requested():
+      return None  # the same command resumes after the `done` examples written
     source.raise_if_failed()
     return self._finish(done, per_example, source.skips)
 
@@ -249,12 +255,15 @@ class ContinuousDecoder:
     last_load = time.time()
     count = 0
     for batch in dataset:
+      if stopping.requested():
+        break
       summary = Summary(self.vocab, run_search(search, batch), batch, 0)
       article_words = summary.article.split()[:self.hps.max_enc_steps]
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
       logging.info("REFERENCE SUMMARY: %s", " ".join(summary.reference))
       logging.info("GENERATED SUMMARY: %s", _marked(summary.words, summary.oovs))
-      self._write_attention(count, batch, summary)
+      with stopping.critical():
+        self._write_attention(count, batch, summary)
       count += 1
       if self.hps.max_decode_examples and count >= self.hps.max_decode_examples:
         break
@@ -294,4 +303,5 @@ def run(hps, vocab):
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   checkpoints.restore_weights(model, ckpt_path)
   decoder_class = SinglePassDecoder if hps.single_pass else ContinuousDecoder
-  return decoder_class(hps, vocab, model, ckpt_path).run()
+  with stopping.until_stopped():
+    return decoder_class(hps, vocab, model, ckpt_path).run()
