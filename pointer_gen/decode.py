@@ -90,7 +90,11 @@ def _progress(done, total, start, first_done):
 
 
 class SinglePassDecoder:
-  """Decodes a data set once, in order, into decode_.../{reference,decoded}; resumable."""
+  """Decodes a data set once, in order, into decode_.../{reference,decoded}; resumable.
+
+  `run` returns the metrics, or None if Ctrl-C or SIGTERM stopped it first (between batches;
+  each example's files are written whole).
+  """
 
   def __init__(self, hps, vocab, model, ckpt_path):
     self.hps, self.vocab, self.model = hps, vocab, model

@@ -80,10 +80,10 @@ def _text(path):
 
 
 def _stop(root, train_dir, args, pause, signal_at, count, signame):
-  """Starts `python -m pointer_gen.run args` on a copy of `train_dir` (or an empty one), sends `signame`
-  once the log line `signal_at` appeared `count` times, and waits for the process to end (killed
-  after 30 s). Returns its run dir, exit code, seconds from the signal to the exit, and stderr;
-  or an error if the moment never came."""
+  """Starts `python -m pointer_gen.run args` on a copy of `train_dir` (or an empty train dir),
+  sends `signame` once the log line `signal_at` appeared `count` times, and waits for the process
+  to end (killed after 30 s). Returns its run dir, exit code, seconds from the signal to the
+  exit, and stderr; or an error if the moment never came."""
   if train_dir:
     shutil.copytree(train_dir, root / "run" / "train")
   else:
@@ -127,8 +127,8 @@ def stopped(corpus, train_dir, tmp_path_factory):
            "--eval_poll_secs=0.5"], pause, signal_at, 1, signame)
     # Random validation examples forever; stopped after the second.
     cases[f"decode-continuous-{signame}"] = (
-        train_dir, ["--mode=decode", f"--data_path={corpus['val']}", f"--vocab_path={corpus['vocab']}"],
-        None, "GENERATED SUMMARY", 2, signame)
+        train_dir, ["--mode=decode", f"--data_path={corpus['val']}",
+                    f"--vocab_path={corpus['vocab']}"], None, "GENERATED SUMMARY", 2, signame)
   # The 2000 training articles one at a time; stopped after the third. One signal: the code
   # path is the same for both, and each case costs a TensorFlow import and a compile.
   cases["decode-single_pass-SIGINT"] = (
@@ -144,7 +144,7 @@ def stopped(corpus, train_dir, tmp_path_factory):
 def _assert_clean_stop(result, signame):
   assert "error" not in result, result.get("error")
   assert result["code"] == 0, result["stderr"][-3000:]
-  assert result["seconds"] < STOP_LIMIT_SECS
+  assert result["seconds"] < STOP_LIMIT_SECS, result["seconds"]
   assert result["stderr"].count("Stopping on") == 1, result["stderr"][-3000:]
   assert f"Stopping on {signame}." in result["stderr"]
   assert project_error_lines(result["stderr"]) == []
