@@ -186,10 +186,9 @@ class SinglePassDecoder:
     for i in range(count):
       decoded.append(_read_lines(os.path.join(self.dec_dir, f"{i:06d}_decoded.txt")))
       references.append(_read_lines(os.path.join(self.ref_dir, f"{i:06d}_reference.txt")))
-    articles = self._article_tokens(count)
     rouge = metrics.rouge(decoded, references, tokenizer=self.hps.rouge_tokenizer)
-    ngrams = metrics.ngram_stats([" ".join(d).split() for d in decoded],
-                                 [" ".join(r).split() for r in references], articles)
+    ngrams = ngram_figures(decoded, references, self._articles(count), self.hps.tokenizer,
+                           self.hps.lowercase)
     result = {
         "num_examples": count,
         "rouge": {k: v for k, v in rouge.items() if k != "per_example"},
@@ -209,17 +208,30 @@ class SinglePassDecoder:
     logging.info("ROUGE and repetition figures for %d examples written to %s", count, self.dir)
     return result
 
-  def _article_tokens(self, count):
-    """The articles of the first `count` examples, tokenised as the model saw them."""
+  def _articles(self, count):
+    """The articles of the first `count` examples, as in the data."""
     source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True)
     articles = []
     for article, _ in source():
       if len(articles) == count:
         break
       articles.append(article)
-    tokens = text.tokenize(tf.constant(articles, tf.string) if articles else
-                           tf.zeros([0], tf.string), self.hps.tokenizer, self.hps.lowercase)
-    return [[t.decode("utf-8") for t in row] for row in tokens.to_list()]
+    return articles
+
+
+def ngram_figures(decoded, references, articles, tokenizer, lowercase):
+  """metrics.ngram_stats of decoded and reference summaries (lists of sentence lines) against
+  the articles (strings), all three tokenised as the model saw the article: references split on
+  raw whitespace would keep case and punctuation that the decoded words and article lack, and
+  count as novel what was copied."""
+
+  def tokens(texts):
+    ragged = text.tokenize(tf.constant(texts, tf.string) if texts else tf.zeros([0], tf.string),
+                           tokenizer, lowercase)  # [N, (tokens)]
+    return [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
+
+  return metrics.ngram_stats(tokens([" ".join(d) for d in decoded]),
+                             tokens([" ".join(r) for r in references]), tokens(articles))
 
 
 def _read_lines(path):

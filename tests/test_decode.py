@@ -125,3 +125,34 @@ def test_decode_without_checkpoint_is_a_clear_error(tmp_path):
   vocab = vocab_lib.Vocab(["a"])
   with pytest.raises(DataError, match="no checkpoint in .*empty/train"):
     decode.run(hps, vocab)
+
+
+def test_reference_ngrams_are_tokenised_as_the_article():
+  article = "The U.S. economy grew, officials said."
+  references = [["The U.S. economy grew.", "Officials said so!"]]
+  decoded = [["the u . s . economy grew ."]]
+  stats = decode.ngram_figures(decoded, references, [article], "punct", lowercase=True)
+  ref, dec = stats["reference"], stats["decoded"]
+  # Article: the u . s . economy grew , officials said .
+  # Reference: the u . s . economy grew . officials said so !  (12 tokens)
+  # 1-grams: "so" and "!" are not in the article (2/12); "." occurs 3 times, 2 repeats (2/12).
+  assert ref["mean_length"] == 12
+  assert ref["novel_ngrams_pct"]["1"] == pytest.approx(100 * 2 / 12)
+  assert ref["duplicate_ngrams_pct"]["1"] == pytest.approx(100 * 2 / 12)
+  # 11 2-grams; "grew .", ". officials", "said so", "so !" are not the article's (which has
+  # "grew ,", ", officials", "said ."); none repeats.
+  assert ref["novel_ngrams_pct"]["2"] == pytest.approx(100 * 4 / 11)
+  assert ref["duplicate_ngrams_pct"]["2"] == 0.0
+  # Decoded: the u . s . economy grew .  (8 tokens, all in the article; "." 3 times); of its
+  # 7 2-grams only "grew ." is novel.
+  assert dec["mean_length"] == 8
+  assert dec["novel_ngrams_pct"]["1"] == 0.0
+  assert dec["duplicate_ngrams_pct"]["1"] == pytest.approx(100 * 2 / 8)
+  assert dec["novel_ngrams_pct"]["2"] == pytest.approx(100 * 1 / 7)
+  # Split on raw whitespace instead, 5 of the reference's 7 words would count as novel (The,
+  # U.S., grew., Officials, so!). With --tokenizer=whitespace (case kept) the reference's own
+  # words are compared with the article's: "grew.", "Officials", "said" (the article has
+  # "said.") and "so!" are new (4/7).
+  plain = decode.ngram_figures(decoded, references, [article], "whitespace", lowercase=False)
+  assert plain["reference"]["mean_length"] == 7
+  assert plain["reference"]["novel_ngrams_pct"]["1"] == pytest.approx(100 * 4 / 7)
