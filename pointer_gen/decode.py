@@ -80,12 +80,24 @@ class Summary:
     self.article = batch["article"][n].numpy().decode("utf-8")
 
 
-def _progress(done, total, start, first_done):
-  elapsed = time.time() - start
-  rate = (done - first_done) / elapsed if elapsed > 0 else 0.0
-  left = max(total - done, 0)
-  eta = f"{left / rate:.0f}s" if rate > 0 else "?"
-  logging.info("Decoded %d/%d articles, %.2f articles/s, ETA %s", done, total, rate, eta)
+class Progress:
+  """The "Decoded k/n articles" line. The rate and ETA are measured from the end of the first
+  batch: that batch also traces and compiles the search, which would make the first ETAs far
+  too long."""
+
+  def __init__(self, total, clock=time.monotonic):
+    self.total, self.clock = total, clock
+    self.mark = None  # (time, done) at the end of the first batch
+
+  def line(self, done):
+    now = self.clock()
+    if self.mark is None:
+      self.mark = (now, done)
+      return f"Decoded {done}/{self.total} articles (the first batch includes compiling)"
+    seconds, articles = now - self.mark[0], done - self.mark[1]
+    rate = articles / seconds if seconds > 0 else 0.0
+    eta = f"{max(self.total - done, 0) / rate:.0f}s" if rate > 0 else "?"
+    return f"Decoded {done}/{self.total} articles, {rate:.2f} articles/s, ETA {eta}"
 
 
 class SinglePassDecoder:
@@ -131,7 +143,7 @@ class SinglePassDecoder:
       total = min(total, self.hps.max_decode_examples)
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab), self.hps)
     search = make_search(self.model, self.hps)
-    start, first_done = time.time(), done
+    progress = Progress(total)
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
       for batch in dataset:
         result = run_search(search, batch)
@@ -148,7 +160,7 @@ class SinglePassDecoder:
           self._write_example(done, summary)
           per_example.append(float(np.mean(summary.p_gens)))
           done += 1
-        _progress(done, total, start, first_done)
+        logging.info("%s", progress.line(done))
         if done >= total:
           break
     source.raise_if_failed()
@@ -205,7 +217,7 @@ class SinglePassDecoder:
     # Written last: its presence marks the decode as finished.
     metrics.write_text_atomic(os.path.join(self.dir, "metrics.json"),
                               json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    logging.info("ROUGE and repetition figures for %d examples written to %s", count, self.dir)
+    print(final_report(result, self.dir))
     return result
 
   def _articles(self, count):
@@ -232,6 +244,21 @@ def ngram_figures(decoded, references, articles, tokenizer, lowercase):
 
   return metrics.ngram_stats(tokens([" ".join(d) for d in decoded]),
                              tokens([" ".join(r) for r in references]), tokens(articles))
+
+
+def final_report(result, directory):
+  """The lines single-pass decode prints at its end: ROUGE F with intervals and repetition."""
+  lines = [f"ROUGE and repetition figures for {result['num_examples']} examples in "
+           f"{os.path.abspath(directory)} (metrics.json):"]
+  for key, name in (("rouge_1", "ROUGE-1"), ("rouge_2", "ROUGE-2"), ("rouge_l", "ROUGE-L")):
+    f_score = result["rouge"][key]["f_score"]
+    lines.append(f"  {name} F {f_score['mid']:.4f} (95% interval {f_score['low']:.4f}-"
+                 f"{f_score['high']:.4f})")
+  duplicates = {side: result["ngrams"][side]["duplicate_ngrams_pct"]["3"]
+                for side in ("decoded", "reference")}
+  lines.append(f"  duplicate 3-grams: decoded {duplicates['decoded']:.2f}%, reference "
+               f"{duplicates['reference']:.2f}%")
+  return "\n".join(lines)
 
 
 def _read_lines(path):

@@ -47,9 +47,10 @@ def _decode_files(directory):
           for name in sorted(os.listdir(os.path.join(directory, sub)))}
 
 
-def test_single_pass_writes_files_and_agreeing_metrics(trained):
+def test_single_pass_writes_files_and_agreeing_metrics(trained, capsys):
   hps, vocab = trained
   result = decode.run(hps, vocab)
+  printed = capsys.readouterr().out
   directory = os.path.join(hps.run_dir, "decode_val_60maxenc_3beam_3mindec_12maxdec_ckpt-30")
   files = _decode_files(directory)
   assert sorted(files) == sorted([f"{i:06d}_decoded.txt" for i in range(NUM_EXAMPLES)]
@@ -75,6 +76,18 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained):
   assert saved["ngrams"]["decoded"]["mean_length"] == pytest.approx(
       sum(len(" ".join(d).split()) for d in decoded) / NUM_EXAMPLES)
   assert 0.0 < saved["p_gen_mean"] < 1.0
+  # The end of the decode prints the directory, ROUGE F with intervals and 3-gram repetition.
+  assert (f"ROUGE and repetition figures for {NUM_EXAMPLES} examples in "
+          f"{os.path.abspath(directory)} (metrics.json):") in printed
+  for key, name in (("rouge_1", "ROUGE-1"), ("rouge_2", "ROUGE-2"), ("rouge_l", "ROUGE-L")):
+    found = re.search(rf"^  {name} F ([0-9.]+) \(95% interval ([0-9.]+)-([0-9.]+)\)$", printed,
+                      re.MULTILINE)
+    f_score = saved["rouge"][key]["f_score"]
+    assert found.groups() == tuple(f"{f_score[b]:.4f}" for b in ("mid", "low", "high")), name
+  found = re.search(r"^  duplicate 3-grams: decoded ([0-9.]+)%, reference ([0-9.]+)%$", printed,
+                    re.MULTILINE)
+  assert found.groups() == tuple(f"{saved['ngrams'][side]['duplicate_ngrams_pct']['3']:.2f}"
+                                 for side in ("decoded", "reference"))
   # A finished directory is never overwritten.
   with pytest.raises(DataError, match="already holds a finished decode"):
     decode.run(hps, vocab)
@@ -156,3 +169,14 @@ def test_reference_ngrams_are_tokenised_as_the_article():
   plain = decode.ngram_figures(decoded, references, [article], "whitespace", lowercase=False)
   assert plain["reference"]["mean_length"] == 7
   assert plain["reference"]["novel_ngrams_pct"]["1"] == pytest.approx(100 * 4 / 7)
+
+
+def test_progress_eta_leaves_out_the_first_batch():
+  # The first batch (5 articles) takes 30 s, most of it compiling; later batches take 2 s.
+  times = iter([30.0, 32.0, 34.0])
+  progress = decode.Progress(total=20, clock=lambda: next(times))
+  assert progress.line(5) == "Decoded 5/20 articles (the first batch includes compiling)"
+  # From the end of the first batch: 5 articles in 2 s = 2.5/s, 10 left -> 4 s (counting from
+  # the start, 10 in 32 s would give 32 s).
+  assert progress.line(10) == "Decoded 10/20 articles, 2.50 articles/s, ETA 4s"
+  assert progress.line(15) == "Decoded 15/20 articles, 2.50 articles/s, ETA 2s"
