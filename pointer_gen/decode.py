@@ -278,9 +278,18 @@ class ContinuousDecoder:
     self.hps, self.vocab, self.model = hps, vocab, model
     self.ckpt_path = ckpt_path
     self.dir = os.path.join(hps.run_dir, "decode")
+    self.vis_dir = os.path.join(self.dir, "attn_vis")
+
+  def _vis_files(self):
+    """The attn_vis/NNNNNN.json files present as (index, name), oldest (lowest) first."""
+    found = (re.fullmatch(r"(\d+)\.json", n) for n in os.listdir(self.vis_dir))
+    return sorted((int(m.group(1)), m.group(0)) for m in found if m)
 
   def run(self):
-    make_output_dir(os.path.join(self.dir, "attn_vis"))
+    make_output_dir(self.vis_dir)
+    # Numbering goes on after an earlier run's files, so that the newest have the highest.
+    earlier = self._vis_files()
+    index = earlier[-1][0] + 1 if earlier else 0
     source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed)
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab),
                                 self.hps.replace(single_pass=False), batch_size=1)
@@ -293,7 +302,8 @@ class ContinuousDecoder:
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
       logging.info("REFERENCE SUMMARY: %s", " ".join(summary.reference))
       logging.info("GENERATED SUMMARY: %s", _marked(summary.words, summary.oovs))
-      self._write_attention(count, batch, summary)
+      self._write_attention(index, batch, summary)
+      index += 1
       count += 1
       if self.hps.max_decode_examples and count >= self.hps.max_decode_examples:
         break
@@ -324,8 +334,13 @@ class ContinuousDecoder:
     if self.model.pointer_gen:
       record["p_gens"] = summary.p_gens[:len(summary.words)].tolist()
     payload = json.dumps(record, ensure_ascii=False)
-    metrics.write_text_atomic(os.path.join(self.dir, "attn_vis", f"{index:06d}.json"), payload)
+    if self.hps.max_attn_vis_files:
+      metrics.write_text_atomic(os.path.join(self.vis_dir, f"{index:06d}.json"), payload)
     metrics.write_text_atomic(os.path.join(self.dir, "attn_vis_data.json"), payload)
+    # --max_attn_vis_files newest kept: a decode left running otherwise fills the disk.
+    files = self._vis_files()
+    for _, name in files[:max(len(files) - self.hps.max_attn_vis_files, 0)]:
+      os.remove(os.path.join(self.vis_dir, name))
 
 
 def run(hps, vocab):

@@ -126,6 +126,29 @@ def test_continuous_decode_writes_valid_attention_json(trained, tmp_path):
     assert "<html" in attention_html.render(payload).lower()
 
 
+def test_continuous_decode_keeps_the_newest_attention_files(trained, tmp_path):
+  hps, vocab = trained
+  hps = hps.replace(single_pass=False, max_decode_examples=5, max_attn_vis_files=2,
+                    log_root=str(tmp_path), seed=1)
+  shutil.copytree(os.path.join(trained[0].run_dir, "train"), os.path.join(hps.run_dir, "train"))
+  directory = os.path.join(hps.run_dir, "decode")
+
+  def newest_kept(names):
+    assert sorted(os.listdir(os.path.join(directory, "attn_vis"))) == names
+    with open(os.path.join(directory, "attn_vis", names[-1]), encoding="utf-8") as f:
+      newest = f.read()
+    with open(os.path.join(directory, "attn_vis_data.json"), encoding="utf-8") as f:
+      assert f.read() == newest  # the last example written
+
+  decode.run(hps, vocab)
+  newest_kept(["000003.json", "000004.json"])
+  # A restarted decode numbers on from the files there, so that its own count as newest.
+  decode.run(hps.replace(max_decode_examples=1), vocab)
+  newest_kept(["000004.json", "000005.json"])
+  with pytest.raises(DataError, match="--max_attn_vis_files=-1: must be >= 0"):
+    hps.replace(max_attn_vis_files=-1).validated()
+
+
 def test_decode_dir_name_follows_the_original():
   hps = config.HParams(data_path="/data/finished_files/chunked/test_*", max_enc_steps=400,
                        beam_size=4, min_dec_steps=35, max_dec_steps=120)
