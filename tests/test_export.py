@@ -309,7 +309,7 @@ def test_checkpoint_choice_and_refusals(exported):
 
 def test_scalar_article_is_a_clear_error(exported):
   # A signature does not check the shape it is given: without the check a scalar failed deep
-  # inside the graph with an unrelated shape error.
+  # inside the graph with "slice index 0 of dimension 0 out of bounds".
   error = exported["client"]["scalar_error"]
   assert error.startswith("InvalidArgumentError: ")
   assert f"assertion failed: [{export.ARTICLE_SHAPE_ERROR}.  ]" in error
