@@ -4,7 +4,7 @@ config.py defines them), so it would print nothing but "Try --helpfull"."""
 
 from absl import flags
 
-HELP_ARGS = ("--help", "-help", "-h", "-?", "--?")
+HELP_ARGS = ("--help", "-help", "--helpshort", "-h", "-?", "--?")
 
 # Flags read by one mode only. Every other flag of the project is listed under the first group:
 # data, vocab, run directory and model shape, which all modes share.
