@@ -76,6 +76,9 @@ def define_flags():
                  "train checkpoint.")
   f.DEFINE_integer("max_decode_examples", 0, "Decode at most this many examples; 0 = all "
                    "(single_pass) or until stopped.")
+  f.DEFINE_integer("max_attn_vis_files", 100, "Continuous decode: keep the attention JSON of "
+                   "at most this many newest examples in <run>/decode/attn_vis/ (older ones "
+                   "are deleted); 0 = none, only attn_vis_data.json.")
   f.DEFINE_enum("rouge_tokenizer", "default", ["default", "whitespace"],
                 "default: rouge-score's English tokenizer (keeps only [a-z0-9]); whitespace: "
                 "lower-case and split on spaces, for other languages.")
@@ -139,6 +142,7 @@ class HParams:
   eval_max_checkpoints: int = 0
   eval_poll_secs: float = 5.0
   max_decode_examples: int = 0
+  max_attn_vis_files: int = 100
   rouge_tokenizer: str = "default"
   block_ngram_repeat: int = 0
   length_penalty_alpha: float | None = None
@@ -180,6 +184,8 @@ class HParams:
       raise DataError(f"--block_ngram_repeat={self.block_ngram_repeat}: must be >= 0")
     if self.num_train_steps < 0:
       raise DataError(f"--num_train_steps={self.num_train_steps}: must be >= 0")
+    if self.max_attn_vis_files < 0:
+      raise DataError(f"--max_attn_vis_files={self.max_attn_vis_files}: must be >= 0")
     if self.eval_max_checkpoints < 0:
       raise DataError(f"--eval_max_checkpoints={self.eval_max_checkpoints}: must be >= 0")
     return self

@@ -80,12 +80,24 @@ class Summary:
     self.article = batch["article"][n].numpy().decode("utf-8")
 
 
-def _progress(done, total, start, first_done):
-  elapsed = time.time() - start
-  rate = (done - first_done) / elapsed if elapsed > 0 else 0.0
-  left = max(total - done, 0)
-  eta = f"{left / rate:.0f}s" if rate > 0 else "?"
-  logging.info("Decoded %d/%d articles, %.2f articles/s, ETA %s", done, total, rate, eta)
+class Progress:
+  """The "Decoded k/n articles" line. The rate and ETA are measured from the end of the first
+  batch: that batch also traces and compiles the search, which would make the first ETAs far
+  too long."""
+
+  def __init__(self, total, clock=time.monotonic):
+    self.total, self.clock = total, clock
+    self.mark = None  # (time, done) at the end of the first batch
+
+  def line(self, done):
+    now = self.clock()
+    if self.mark is None:
+      self.mark = (now, done)
+      return f"Decoded {done}/{self.total} articles (the first batch includes compiling)"
+    seconds, articles = now - self.mark[0], done - self.mark[1]
+    rate = articles / seconds if seconds > 0 else 0.0
+    eta = f"{max(self.total - done, 0) / rate:.0f}s" if rate > 0 else "?"
+    return f"Decoded {done}/{self.total} articles, {rate:.2f} articles/s, ETA {eta}"
 
 
 class SinglePassDecoder:
@@ -131,7 +143,7 @@ class SinglePassDecoder:
       total = min(total, self.hps.max_decode_examples)
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab), self.hps)
     search = make_search(self.model, self.hps)
-    start, first_done = time.time(), done
+    progress = Progress(total)
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
       for batch in dataset:
         result = run_search(search, batch)
@@ -148,7 +160,7 @@ class SinglePassDecoder:
           self._write_example(done, summary)
           per_example.append(float(np.mean(summary.p_gens)))
           done += 1
-        _progress(done, total, start, first_done)
+        logging.info("%s", progress.line(done))
         if done >= total:
           break
     source.raise_if_failed()
@@ -186,10 +198,9 @@ class SinglePassDecoder:
     for i in range(count):
       decoded.append(_read_lines(os.path.join(self.dec_dir, f"{i:06d}_decoded.txt")))
       references.append(_read_lines(os.path.join(self.ref_dir, f"{i:06d}_reference.txt")))
-    articles = self._article_tokens(count)
     rouge = metrics.rouge(decoded, references, tokenizer=self.hps.rouge_tokenizer)
-    ngrams = metrics.ngram_stats([" ".join(d).split() for d in decoded],
-                                 [" ".join(r).split() for r in references], articles)
+    ngrams = ngram_figures(decoded, references, self._articles(count), self.hps.tokenizer,
+                           self.hps.lowercase)
     result = {
         "num_examples": count,
         "rouge": {k: v for k, v in rouge.items() if k != "per_example"},
@@ -206,20 +217,48 @@ class SinglePassDecoder:
     # Written last: its presence marks the decode as finished.
     metrics.write_text_atomic(os.path.join(self.dir, "metrics.json"),
                               json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    logging.info("ROUGE and repetition figures for %d examples written to %s", count, self.dir)
+    print(final_report(result, self.dir))
     return result
 
-  def _article_tokens(self, count):
-    """The articles of the first `count` examples, tokenised as the model saw them."""
+  def _articles(self, count):
+    """The articles of the first `count` examples, as in the data."""
     source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True)
     articles = []
     for article, _ in source():
       if len(articles) == count:
         break
       articles.append(article)
-    tokens = text.tokenize(tf.constant(articles, tf.string) if articles else
-                           tf.zeros([0], tf.string), self.hps.tokenizer, self.hps.lowercase)
-    return [[t.decode("utf-8") for t in row] for row in tokens.to_list()]
+    return articles
+
+
+def ngram_figures(decoded, references, articles, tokenizer, lowercase):
+  """metrics.ngram_stats of decoded and reference summaries (lists of sentence lines) against
+  the articles (strings), all three tokenised as the model saw the article: references split on
+  raw whitespace would keep case and punctuation that the decoded words and article lack, and
+  count as novel what was copied."""
+
+  def tokens(texts):
+    ragged = text.tokenize(tf.constant(texts, tf.string) if texts else tf.zeros([0], tf.string),
+                           tokenizer, lowercase)  # [N, (tokens)]
+    return [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
+
+  return metrics.ngram_stats(tokens([" ".join(d) for d in decoded]),
+                             tokens([" ".join(r) for r in references]), tokens(articles))
+
+
+def final_report(result, directory):
+  """The lines single-pass decode prints at its end: ROUGE F with intervals and repetition."""
+  lines = [f"ROUGE and repetition figures for {result['num_examples']} examples in "
+           f"{os.path.abspath(directory)} (metrics.json):"]
+  for key, name in (("rouge_1", "ROUGE-1"), ("rouge_2", "ROUGE-2"), ("rouge_l", "ROUGE-L")):
+    f_score = result["rouge"][key]["f_score"]
+    lines.append(f"  {name} F {f_score['mid']:.4f} (95% interval {f_score['low']:.4f}-"
+                 f"{f_score['high']:.4f})")
+  duplicates = {side: result["ngrams"][side]["duplicate_ngrams_pct"]["3"]
+                for side in ("decoded", "reference")}
+  lines.append(f"  duplicate 3-grams: decoded {duplicates['decoded']:.2f}%, reference "
+               f"{duplicates['reference']:.2f}%")
+  return "\n".join(lines)
 
 
 def _read_lines(path):
@@ -239,9 +278,18 @@ class ContinuousDecoder:
     self.hps, self.vocab, self.model = hps, vocab, model
     self.ckpt_path = ckpt_path
     self.dir = os.path.join(hps.run_dir, "decode")
+    self.vis_dir = os.path.join(self.dir, "attn_vis")
+
+  def _vis_files(self):
+    """The attn_vis/NNNNNN.json files present as (index, name), oldest (lowest) first."""
+    found = (re.fullmatch(r"(\d+)\.json", n) for n in os.listdir(self.vis_dir))
+    return sorted((int(m.group(1)), m.group(0)) for m in found if m)
 
   def run(self):
-    make_output_dir(os.path.join(self.dir, "attn_vis"))
+    make_output_dir(self.vis_dir)
+    # Numbering goes on after an earlier run's files, so that the newest have the highest.
+    earlier = self._vis_files()
+    index = earlier[-1][0] + 1 if earlier else 0
     source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed)
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab),
                                 self.hps.replace(single_pass=False), batch_size=1)
@@ -254,7 +302,8 @@ class ContinuousDecoder:
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
       logging.info("REFERENCE SUMMARY: %s", " ".join(summary.reference))
       logging.info("GENERATED SUMMARY: %s", _marked(summary.words, summary.oovs))
-      self._write_attention(count, batch, summary)
+      self._write_attention(index, batch, summary)
+      index += 1
       count += 1
       if self.hps.max_decode_examples and count >= self.hps.max_decode_examples:
         break
@@ -285,8 +334,13 @@ class ContinuousDecoder:
     if self.model.pointer_gen:
       record["p_gens"] = summary.p_gens[:len(summary.words)].tolist()
     payload = json.dumps(record, ensure_ascii=False)
-    metrics.write_text_atomic(os.path.join(self.dir, "attn_vis", f"{index:06d}.json"), payload)
+    if self.hps.max_attn_vis_files:
+      metrics.write_text_atomic(os.path.join(self.vis_dir, f"{index:06d}.json"), payload)
     metrics.write_text_atomic(os.path.join(self.dir, "attn_vis_data.json"), payload)
+    # --max_attn_vis_files newest kept: a decode left running otherwise fills the disk.
+    files = self._vis_files()
+    for _, name in files[:max(len(files) - self.hps.max_attn_vis_files, 0)]:
+      os.remove(os.path.join(self.vis_dir, name))
 
 
 def run(hps, vocab):

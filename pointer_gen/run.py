@@ -17,6 +17,7 @@ from pointer_gen import distribute
 from pointer_gen import evaluate
 from pointer_gen import export
 from pointer_gen import train
+from pointer_gen import usage
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import OutputError
@@ -122,5 +123,14 @@ def main(argv):
     sys.exit(1)
 
 
+def parse_flags(argv):
+  """absl's parsing, except that --help prints the project's flags grouped by mode (exit 0)."""
+  before_end = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+  if any(arg in usage.HELP_ARGS for arg in before_end):
+    print(usage.help_text(FLAGS))
+    sys.exit(0)
+  return app.parse_flags_with_usage(argv)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)
