@@ -14,6 +14,7 @@ the live hypothesis) of best average log-probability.
 import tensorflow as tf
 
 from pointer_gen import layers
+from pointer_gen import precision
 from pointer_gen import vocab as vocab_lib
 
 def _gather_beams(tensor, indices):
@@ -84,7 +85,8 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
   length = tf.shape(enc_input)[1]
   states, features, mask, state = model.encode(enc_input, enc_len)
   state = model.cell.initial_attention(state, features, states, mask)
-  dtype = states.dtype
+  # Probabilities, p_gens and attention are float32 in every --precision.
+  dtype = precision.OUTPUT_DTYPE
 
   def tile(t):  # [N, ...] -> [N*K, ...], every article's beam next to each other
     return tf.repeat(t, k, axis=0)

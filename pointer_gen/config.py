@@ -6,6 +6,7 @@ import os
 from absl import flags
 
 from pointer_gen.errors import DataError
+from pointer_gen.precision import PRECISIONS
 from pointer_gen.text import TOKENIZERS
 
 MODES = ("train", "eval", "decode", "export")
@@ -96,6 +97,11 @@ def define_flags():
                    "or gradient is NaN/Inf instead of stopping training.")
   f.DEFINE_integer("inject_nonfinite_at_step", 0, "Testing only: make the loss NaN at this "
                    "global step.")
+  f.DEFINE_enum("precision", "float32", list(PRECISIONS), "float32, or mixed_bfloat16: "
+                "matmuls, LSTMs and attention in bfloat16; variables, Adagrad accumulators, "
+                "softmaxes, p_gen, coverage, losses and the clipping norm in float32 "
+                "(checkpoints are the same in both). For train, eval, decode and export; any "
+                "device.")
   f.DEFINE_integer("seed", None, "Random seed for initialisation and data order (default: "
                    "random).")
 
@@ -151,6 +157,7 @@ class HParams:
   skip_nonfinite_batches: bool = False
   inject_nonfinite_at_step: int = 0
   seed: int | None = None
+  precision: str = "float32"
 
   @classmethod
   def from_flags(cls, flag_values):
@@ -174,6 +181,8 @@ class HParams:
     for name in ("lr", "adagrad_init_acc", "max_grad_norm"):
       if getattr(self, name) <= 0:
         raise DataError(f"--{name}={getattr(self, name)}: must be positive")
+    if self.precision not in PRECISIONS:
+      raise DataError(f"--precision={self.precision}: expected one of {', '.join(PRECISIONS)}")
     if self.clip_norm not in CLIP_NORMS:
       raise DataError(f"--clip_norm={self.clip_norm}: expected one of {', '.join(CLIP_NORMS)}")
     # Only beam search reads min_dec_steps; training with short summaries must not trip on it.

@@ -210,7 +210,7 @@ class SinglePassDecoder:
         "flags": {k: getattr(self.hps, k) for k in (
             "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
             "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
-            "length_penalty_alpha")},
+            "length_penalty_alpha", "precision")},
     }
     metrics.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                               metrics.rouge_results_text(rouge))

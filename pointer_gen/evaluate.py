@@ -211,6 +211,7 @@ def run_single_pass(hps, vocab):
       "checkpoint": ckpt_path,
       "step": step,
       "data_path": hps.data_path,
+      "precision": hps.precision,
       "num_examples": num_examples,
       "num_target_tokens": int(totals["tokens"]),
       "mean_nll_per_example": totals["nll"] / num_examples,

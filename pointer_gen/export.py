@@ -202,6 +202,7 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
       "coverage": hps.coverage,
       "hidden_dim": hps.hidden_dim,
       "emb_dim": hps.emb_dim,
+      "precision": hps.precision,
       "checkpoint": ckpt_path,
       "step": step,
   }
