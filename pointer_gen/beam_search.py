@@ -13,6 +13,7 @@ the live hypothesis) of best average log-probability.
 
 import tensorflow as tf
 
+from pointer_gen import config
 from pointer_gen import layers
 from pointer_gen import vocab as vocab_lib
 
@@ -63,14 +64,31 @@ def _block_repeats(dist, tokens, step, n):
   return tf.tensor_scatter_nd_update(dist, indices, tf.zeros([tf.shape(where)[0]], dist.dtype))
 
 
+def initial_decoder_state(model, state, features, states, mask, first_step_context):
+  """The decoder state step 0 starts from.
+
+  "original": as the original's decode (initial_state_attention=True), the context and, with
+  coverage, one extra attention added to the coverage, both computed from the encoder's final
+  state; training's step 0 never sees these. "zeros": training's step 0 exactly, a zero context
+  and a zero coverage (the state `model.encode` returns).
+  """
+  if first_step_context == "original":
+    return model.cell.initial_attention(state, features, states, mask)
+  if first_step_context == "zeros":
+    return state
+  raise ValueError(f"first_step_context={first_step_context!r}: expected one of "
+                   f"{', '.join(config.FIRST_STEP_CONTEXTS)}")
+
+
 def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, max_dec_steps,
                 min_dec_steps, keep_attention=False, block_ngram_repeat=0,
-                length_penalty_alpha=None):
+                length_penalty_alpha=None, first_step_context="original"):
   """Decodes a batch of N articles.
 
-  block_ngram_repeat=n > 0 forbids any hypothesis to repeat one of its n-grams, and
-  length_penalty_alpha ranks by GNMT's length penalty; both are extras, off by default, so
-  that summaries are the original's.
+  block_ngram_repeat=n > 0 forbids any hypothesis to repeat one of its n-grams,
+  length_penalty_alpha ranks by GNMT's length penalty, and first_step_context="zeros" starts
+  step 0 from training's zero context (see initial_decoder_state); all are extras, off by
+  default, so that summaries are the original's.
 
   enc_input, enc_input_ext [N, L] int32; enc_len [N]; max_oovs: scalar, the widest OOV list.
   Returns tokens [N, max_dec_steps] (extended ids, [STOP] included if generated, [PAD] after),
@@ -83,7 +101,7 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
   articles = tf.shape(enc_input)[0]
   length = tf.shape(enc_input)[1]
   states, features, mask, state = model.encode(enc_input, enc_len)
-  state = model.cell.initial_attention(state, features, states, mask)
+  state = initial_decoder_state(model, state, features, states, mask, first_step_context)
   dtype = states.dtype
 
   def tile(t):  # [N, ...] -> [N*K, ...], every article's beam next to each other

@@ -44,7 +44,7 @@ def make_search(model, hps, keep_attention=False):
     return beam_search.beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs,
                                    hps.beam_size, hps.max_dec_steps, hps.min_dec_steps,
                                    keep_attention, hps.block_ngram_repeat,
-                                   hps.length_penalty_alpha)
+                                   hps.length_penalty_alpha, hps.first_step_context)
 
   return search
 
@@ -199,7 +199,7 @@ class SinglePassDecoder:
         "flags": {k: getattr(self.hps, k) for k in (
             "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
             "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
-            "length_penalty_alpha")},
+            "length_penalty_alpha", "first_step_context")},
     }
     metrics.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                               metrics.rouge_results_text(rouge))

@@ -75,6 +75,7 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained):
   assert saved["ngrams"]["decoded"]["mean_length"] == pytest.approx(
       sum(len(" ".join(d).split()) for d in decoded) / NUM_EXAMPLES)
   assert 0.0 < saved["p_gen_mean"] < 1.0
+  assert saved["flags"]["first_step_context"] == "original"
   # A finished directory is never overwritten.
   with pytest.raises(DataError, match="already holds a finished decode"):
     decode.run(hps, vocab)
