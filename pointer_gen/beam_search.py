@@ -120,6 +120,15 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
   return winners(final, settings)
 
 
+def encode(model, enc_input, enc_len, settings):
+  """N articles' memory, without the extended ids (encoder states and W_h features
+  [N, L, 2H], mask [N, L]), and the decoder state ([N, ...] tuple) step 0 starts from."""
+  states, features, mask, state = model.encode(enc_input, enc_len)
+  state = initial_decoder_state(model, state, features, states, mask,
+                                settings.first_step_context)
+  return {"states": states, "features": features, "mask": mask}, state
+
+
 def start(model, enc_input, enc_len, enc_input_ext, settings):
   """Encodes N articles and sets up their searches at step 0.
 
@@ -127,19 +136,17 @@ def start(model, enc_input, enc_len, enc_input_ext, settings):
   [N*K, L, 2H], mask [N*K, L], extended ids [N*K, L]; each article's K rows side by side), and
   the search state: per article a step counter [N] and its live hypotheses and results.
   """
-  k = settings.beam_size
-  articles = tf.shape(enc_input)[0]
-  length = tf.shape(enc_input)[1]
-  states, features, mask, state = model.encode(enc_input, enc_len)
-  state = initial_decoder_state(model, state, features, states, mask,
-                                settings.first_step_context)
+  memory, state = encode(model, enc_input, enc_len, settings)
+  memory["ext_ids"] = enc_input_ext
+  memory, state = tile_beams(memory, state, settings.beam_size)
+  return memory, search_state(state, tf.shape(enc_input)[0], tf.shape(enc_input)[1], settings)
 
-  def tile(t):  # [N, ...] -> [N*K, ...], every article's beam next to each other
-    return tf.repeat(t, k, axis=0)
 
-  memory = {"states": tile(states), "features": tile(features), "mask": tile(mask),
-            "ext_ids": tile(enc_input_ext)}
-  return memory, search_state(tuple(tile(s) for s in state), articles, length, settings)
+def tile_beams(memory, state, beam_size):
+  """Memory and decoder state of N articles repeated for their K hypotheses: [N, ...] ->
+  [N*K, ...], every article's K rows side by side."""
+  tile = lambda t: tf.repeat(t, beam_size, axis=0)
+  return {name: tile(t) for name, t in memory.items()}, tuple(tile(s) for s in state)
 
 
 def search_state(state, articles, length, settings, step=0):

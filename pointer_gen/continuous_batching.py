@@ -6,10 +6,12 @@ Every slot keeps its own step counter and results (beam_search's per-article sea
 each step is beam_search.advance, the same code as the one-batch search: an article's summary
 is the one it gets decoded alone. Memory (encoder states, features, mask, extended ids) lives in
 variables of max_enc_steps positions, updated in place for the slots that take a new article;
-the search state is a tensor per quantity, passed through two compiled functions: `_admit`
-(encode the new articles, start their searches in the given slots) and `_run` (advance every
-slot until one more search has ended).
+the search state is a tensor per quantity, passed through three compiled functions: `_encode`
+(the next num_slots articles in one encoder pass), `_admit` (start encoded articles' searches in
+the slots that are free) and `_run` (advance every slot until one more search has ended).
 """
+
+import itertools
 
 import numpy as np
 import tensorflow as tf
@@ -46,26 +48,43 @@ class SlotDecoder:
                                            step=settings.max_dec_steps)
     search_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, self._empty)
     ids = tf.TensorSpec([None, None], tf.int32)
+    self._encode = tf.function(self._encode_articles, input_signature=[
+        ids, tf.TensorSpec([None], tf.int32), ids])
+    rows_of = lambda t: tf.TensorSpec([None] + t.shape[1:].as_list(), t.dtype)  # [A, ...]
+    encoded_spec = ({name: rows_of(v) for name, v in self.memory.items()},
+                    tuple(rows_of(s) for s in state))
     self._admit = tf.function(self._admit_articles, input_signature=[
-        search_spec, tf.TensorSpec([None], tf.int32), ids, tf.TensorSpec([None], tf.int32), ids])
+        search_spec, tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32),
+        encoded_spec])
     self._run = tf.function(self._run_until_one_ends, input_signature=[
         search_spec, tf.TensorSpec([], tf.int32)])
 
-  def _admit_articles(self, search, slots, enc_input, enc_len, enc_input_ext):
-    """Starts the searches of A articles (enc_input, enc_input_ext [A, L], L <= max_enc_steps;
-    enc_len [A]) in `slots` [A]; returns the new search state."""
-    k = self.settings.beam_size
-    memory, started = beam_search.start(self.model, enc_input, enc_len, enc_input_ext,
-                                        self.settings)
+  def _encode_articles(self, enc_input, enc_len, enc_input_ext):
+    """Memory and step-0 decoder state of A articles (enc_input, enc_input_ext [A, L],
+    L <= max_enc_steps; enc_len [A]), padded to max_enc_steps positions: ([A, max_enc_steps,
+    ...] dict, [A, ...] tuple). One encoder pass for many articles, as a padded batch."""
+    memory, state = beam_search.encode(self.model, enc_input, enc_len, self.settings)
+    memory["ext_ids"] = enc_input_ext
     pad = self.width - tf.shape(enc_input)[1]
+
+    def padded(value):  # [A, L, ...] -> [A, max_enc_steps, ...]; padding is masked (mask 0)
+      padding = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(value) - 2, 2], tf.int32)], 0)
+      return tf.pad(value, padding)
+
+    c, h, context, coverage = state
+    return ({name: padded(value) for name, value in memory.items()},
+            (c, h, context, padded(coverage)))
+
+  def _admit_articles(self, search, slots, picks, encoded):
+    """Starts the searches of the encoded articles `picks` [A] (rows of `encoded`, from
+    _encode) in `slots` [A]; returns the new search state."""
+    memory, state = tf.nest.map_structure(lambda t: tf.gather(t, picks), encoded)
+    memory, state = beam_search.tile_beams(memory, state, self.settings.beam_size)
+    k = self.settings.beam_size
     rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1, 1])  # [A*K, 1]
     for name, variable in self.memory.items():
-      value = memory[name]  # [A*K, L, ...]
-      padding = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(value) - 2, 2], tf.int32)], 0)
-      # Padding positions are masked (mask 0), as in a batch padded to its longest article.
-      variable.scatter_nd_update(rows, tf.pad(value, padding))  # [A*K, max_enc_steps, ...]
-    c, h, context, coverage = started["state"]
-    started["state"] = (c, h, context, tf.pad(coverage, [[0, 0], [0, pad]]))
+      variable.scatter_nd_update(rows, memory[name])  # [A*K, max_enc_steps, ...]
+    started = beam_search.search_state(state, tf.size(slots), self.width, self.settings)
     out = {}
     for name, value in search.items():
       if name == "state":
@@ -98,35 +117,37 @@ class SlotDecoder:
     examples: dicts with enc_input and enc_input_ext (int arrays of the article's length, at
     most max_enc_steps) and num_oovs. result: as beam_search's outputs for one article
     (tokens [max_dec_steps], length, score, log_prob, p_gens [max_dec_steps]), numpy.
+    Articles are encoded num_slots at a time, ahead of the slots that will take them.
     """
     examples = iter(examples)
     slot_of = {}  # example index -> slot
     waiting = {}  # example index -> example, admitted and not yet yielded
     finished = {}  # example index -> result, not yet yielded (an earlier one still runs)
+    encoded, queue = None, []  # the last _encode output; its rows not yet admitted
     next_index = next_out = 0
     # The widest OOV list of every article admitted so far: ended slots keep their extended ids
     # (and are still computed, then discarded). Wider than an article needs only adds columns
     # of probability 0 to its final distribution.
     max_oovs = 0
-    exhausted = False
     search = self._empty
     while True:
       free = sorted(set(range(self.num_slots)) - set(slot_of.values()))
-      new = []
-      while not exhausted and len(new) < len(free):
-        example = next(examples, None)
-        if example is None:
-          exhausted = True
-        else:
-          new.append(example)
-      if new:
-        slots = free[:len(new)]
-        for slot, example in zip(slots, new):
+      while free:
+        if not queue:
+          batch = list(itertools.islice(examples, self.num_slots))
+          if not batch:
+            break
+          encoded = self._encode(*_padded(batch))
+          queue = list(enumerate(batch))
+        admitted, queue = queue[:len(free)], queue[len(free):]
+        slots, free = free[:len(admitted)], free[len(admitted):]
+        search = self._admit(search, np.array(slots, np.int32),
+                             np.array([row for row, _ in admitted], np.int32), encoded)
+        for slot, (_, example) in zip(slots, admitted):
           max_oovs = max(max_oovs, int(example["num_oovs"]))
           slot_of[next_index] = slot
           waiting[next_index] = example
           next_index += 1
-        search = self._admit(search, np.array(slots, np.int32), *_padded(new))
       if not slot_of:
         break
       search, best = self._run(search, np.int32(max_oovs))
