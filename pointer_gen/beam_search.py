@@ -9,6 +9,10 @@ min_dec_steps steps have passed, else it is dropped; other candidates become the
 hypotheses; the visit stops once beam_size live hypotheses or beam_size results exist. Search
 ends at max_dec_steps or when beam_size results exist; the winner is the result (or, with none,
 the live hypothesis) of best average log-probability.
+
+Every article keeps its own step counter, and an article whose search has ended stays as it is
+while the others go on: the pieces (start / encode, advance, finished, winners) also run
+continuous batching (continuous_batching.py), where articles start at different steps.
 """
 
 import dataclasses
