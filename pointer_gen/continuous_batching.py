@@ -9,6 +9,8 @@ variables of max_enc_steps positions, updated in place for the slots that take a
 the search state is a tensor per quantity, passed through three compiled functions: `_encode`
 (the next num_slots articles in one encoder pass), `_admit` (start encoded articles' searches in
 the slots that are free) and `_run` (advance every slot until one more search has ended).
+Once no article is left, the searches still running are gathered into fewer rows whenever at
+most half of the rows in use still run, so the end of a stream does not pay for ended slots.
 """
 
 import itertools
@@ -56,8 +58,11 @@ class SlotDecoder:
     self._admit = tf.function(self._admit_articles, input_signature=[
         search_spec, tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32),
         encoded_spec])
-    self._run = tf.function(self._run_until_one_ends, input_signature=[
-        search_spec, tf.TensorSpec([], tf.int32)])
+    scalar = tf.TensorSpec([], tf.int32)
+    self._run = tf.function(self._run_in_slots, input_signature=[search_spec, scalar])
+    # The end of a stream: the searches still running, gathered into fewer rows.
+    self._run_gathered = tf.function(self._run_until_one_ends, input_signature=[
+        tf.nest.map_structure(rows_of, self._empty), encoded_spec[0], scalar])
 
   def _encode_articles(self, enc_input, enc_len, enc_input_ext):
     """Memory and step-0 decoder state of A articles (enc_input, enc_input_ext [A, L],
@@ -94,10 +99,15 @@ class SlotDecoder:
         out[name] = tf.tensor_scatter_nd_update(value, slots[:, None], started[name])  # [S, ...]
     return out
 
-  def _run_until_one_ends(self, search, max_oovs):
-    """Advances every slot until one more search has ended (or all have); returns the search
-    state and every slot's current winner."""
+  def _run_in_slots(self, search, max_oovs):
+    # Read here, not passed in: a tensor of a variable's value held outside would make the next
+    # in-place update copy the whole variable.
     memory = {name: tf.convert_to_tensor(v) for name, v in self.memory.items()}
+    return self._run_until_one_ends(search, memory, max_oovs)
+
+  def _run_until_one_ends(self, search, memory, max_oovs):
+    """Advances every search until one more has ended (or all have); returns the search state
+    and every search's current winner."""
     ended_before = tf.reduce_sum(tf.cast(beam_search.finished(search, self.settings), tf.int32))
 
     def running(v):
@@ -130,12 +140,16 @@ class SlotDecoder:
     # of probability 0 to its final distribution.
     max_oovs = 0
     search = self._empty
+    memory = None  # None: the slots' variables; else the gathered memory of the last searches
+    rows_in_use = self.num_slots
+    exhausted = False
     while True:
-      free = sorted(set(range(self.num_slots)) - set(slot_of.values()))
-      while free:
+      free = sorted(set(range(rows_in_use)) - set(slot_of.values()))
+      while free and not exhausted:
         if not queue:
           batch = list(itertools.islice(examples, self.num_slots))
           if not batch:
+            exhausted = True
             break
           encoded = self._encode(*_padded(batch))
           queue = list(enumerate(batch))
@@ -150,7 +164,17 @@ class SlotDecoder:
           next_index += 1
       if not slot_of:
         break
-      search, best = self._run(search, np.int32(max_oovs))
+      if exhausted and rows_in_use > 1 and 2 * len(slot_of) <= rows_in_use:
+        # No article is left to take the ended slots: the searches still running go on alone.
+        order = sorted(slot_of, key=slot_of.get)
+        search, memory = self._gather(search, self.memory if memory is None else memory,
+                                      [slot_of[index] for index in order])
+        slot_of = {index: position for position, index in enumerate(order)}
+        rows_in_use = len(order)
+      if memory is None:
+        search, best = self._run(search, np.int32(max_oovs))
+      else:
+        search, best = self._run_gathered(search, memory, np.int32(max_oovs))
       ended = beam_search.finished(search, self.settings).numpy()
       best = {name: value.numpy() for name, value in best.items()}
       for index, slot in list(slot_of.items()):
@@ -160,6 +184,16 @@ class SlotDecoder:
       while next_out in finished:
         yield waiting.pop(next_out), finished.pop(next_out)
         next_out += 1
+
+  def _gather(self, search, memory, slots):
+    """The search state and memory of `slots` alone, in that order."""
+    k = self.settings.beam_size
+    rows = (np.array(slots, np.int32)[:, None] * k + np.arange(k, dtype=np.int32)).reshape(-1)
+    memory = {name: tf.gather(value, rows) for name, value in memory.items()}  # [n*K, ...]
+    search = {name: (tuple(tf.gather(s, rows) for s in value) if name == "state"
+                     else tf.gather(value, slots))  # [n*K, ...] / [n, ...]
+              for name, value in search.items()}
+    return search, memory
 
 
 def _padded(examples):

@@ -1,5 +1,5 @@
-"""Continuous batching: slots refilled as their searches end give every article the summary it
-gets decoded alone, in data order."""
+"""Continuous batching: slots refilled as their searches end, and the last searches gathered
+into fewer rows, give every article the summary it gets decoded alone, in data order."""
 
 import numpy as np
 import pytest
@@ -27,6 +27,10 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
   admit = decoder._admit
   decoder._admit = lambda search, slots, *args: (admitted.append(list(slots)),
                                                  admit(search, slots, *args))[1]
+  gathered = []  # sizes of the runs on the last searches alone
+  run_gathered = decoder._run_gathered
+  decoder._run_gathered = lambda search, *args: (gathered.append(len(search["step"])),
+                                                 run_gathered(search, *args))[1]
   examples = [{"enc_input": enc_input[n, :enc_len[n]], "enc_input_ext": ext[n, :enc_len[n]],
                "num_oovs": max(0, int(ext[n].max()) - model.vocab_size + 1), "index": n}
               for n in range(len(enc_len))]
@@ -54,6 +58,8 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
   assert len(set(enc_len.tolist())) > 3 and len(set(steps)) > 1
   assert admitted[0] == [0, 1, 2] and sum(map(len, admitted)) == len(examples)
   assert any(len(slots) < 3 for slots in admitted[1:])
+  # The end of the stream ran on the last search alone (gathered out of the 3 slots).
+  assert gathered and set(gathered) == {1}
 
 
 def test_empty_stream_and_attention_are_handled():
