@@ -35,7 +35,8 @@ class SlotDecoder:
     dtype = model.compute_dtype
     hidden = model.hidden_dim
     units = 2 * hidden  # the attention's W_h features
-    # An empty slot's mask is all ones so that its (discarded) attention stays finite.
+    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1. An empty slot's mask is all
+    # ones so that its (discarded) attention stays finite.
     self.memory = {
         "states": tf.Variable(tf.zeros([rows, max_enc_steps, 2 * hidden], dtype),
                               trainable=False),
@@ -44,7 +45,8 @@ class SlotDecoder:
         "ext_ids": tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32), trainable=False),
     }
     zeros = lambda width: tf.zeros([rows, width], dtype)
-    state = (zeros(hidden), zeros(hidden), zeros(2 * hidden), zeros(max_enc_steps))
+    state = (zeros(hidden), zeros(hidden), zeros(2 * hidden), zeros(max_enc_steps))  # c, h,
+    # context, coverage
     # Empty slots stand at max_dec_steps: ended searches, which `advance` leaves alone.
     self._empty = beam_search.search_state(state, num_slots, max_enc_steps, settings,
                                            step=settings.max_dec_steps)
