@@ -11,6 +11,8 @@ from pointer_gen.text import TOKENIZERS
 
 MODES = ("train", "eval", "decode", "export")
 CLIP_NORMS = ("original", "true")
+# Beam search's step 0: the original's decode, or training's zero context (issue 17).
+FIRST_STEP_CONTEXTS = ("original", "zeros")
 
 
 def define_flags():
@@ -88,6 +90,11 @@ def define_flags():
   f.DEFINE_float("length_penalty_alpha", None, "Beam search extra, off by default (the "
                  "original ranks by average log-probability): rank by log-prob / "
                  "((5 + length) / 6) ** alpha (GNMT).")
+  f.DEFINE_enum("first_step_context", "original", list(FIRST_STEP_CONTEXTS), "Beam search's "
+                "step 0 (decode and export). original: as the original's decode, the context "
+                "and, with coverage, one extra coverage term from an attention over the "
+                "encoder's final state; zeros: a zero context and zero coverage, as training's "
+                "step 0.")
   f.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
                 "tf.distribute strategy for training: one device, all local GPUs "
                 "(MirroredStrategy), several machines (MultiWorkerMirroredStrategy, reads "
@@ -152,6 +159,7 @@ class HParams:
   rouge_tokenizer: str = "default"
   block_ngram_repeat: int = 0
   length_penalty_alpha: float | None = None
+  first_step_context: str = "original"
   strategy: str = "default"
   tpu: str = ""
   skip_nonfinite_batches: bool = False
@@ -189,6 +197,9 @@ class HParams:
     if self.mode not in ("train", "eval") and not 0 <= self.min_dec_steps <= self.max_dec_steps:
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
                       f"--max_dec_steps={self.max_dec_steps}")
+    if self.first_step_context not in FIRST_STEP_CONTEXTS:
+      raise DataError(f"--first_step_context={self.first_step_context}: expected one of "
+                      f"{', '.join(FIRST_STEP_CONTEXTS)}")
     if self.block_ngram_repeat < 0:
       raise DataError(f"--block_ngram_repeat={self.block_ngram_repeat}: must be >= 0")
     if self.num_train_steps < 0:

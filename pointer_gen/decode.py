@@ -1,6 +1,8 @@
 """`--mode=decode`: beam search over articles; single-pass evaluation runs with ROUGE and
 repetition figures, or the original's endless logging of random examples with attention JSON."""
 
+import dataclasses
+import itertools
 import json
 import os
 import re
@@ -12,6 +14,7 @@ import tensorflow as tf
 
 from pointer_gen import beam_search
 from pointer_gen import checkpoints
+from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
@@ -34,50 +37,71 @@ def decode_dir_name(hps, ckpt_path):
           f"{hps.min_dec_steps}mindec_{hps.max_dec_steps}maxdec_ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
+def search_settings(hps, keep_attention=False):
+  """Beam search's constants from the decode flags."""
+  return beam_search.Settings(hps.beam_size, hps.max_dec_steps, hps.min_dec_steps,
+                              keep_attention, hps.block_ngram_repeat, hps.length_penalty_alpha,
+                              hps.first_step_context)
+
+
 def make_search(model, hps, keep_attention=False):
   """The whole beam search for a batch of articles as one compiled function."""
   ids = tf.TensorSpec([None, None], tf.int32)
+  settings = search_settings(hps, keep_attention)
 
   @tf.function(input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                 tf.TensorSpec([], tf.int32)])
   def search(enc_input, enc_len, enc_input_ext, max_oovs):
     return beam_search.beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs,
-                                   hps.beam_size, hps.max_dec_steps, hps.min_dec_steps,
-                                   keep_attention, hps.block_ngram_repeat,
-                                   hps.length_penalty_alpha)
+                                   **dataclasses.asdict(settings))
 
   return search
 
 
 def run_search(search, batch):
+  """The beam search's outputs for each article of `batch`, as numpy, one dict an article."""
   result = search(batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
                   tf.reduce_max(batch["num_oovs"]))
-  return {k: v.numpy() for k, v in result.items()}
+  result = {k: v.numpy() for k, v in result.items()}
+  return [{k: v[n] for k, v in result.items()} for n in range(len(result["length"]))]
 
 
-def _strings(tensor):
-  return [s.decode("utf-8") for s in tensor.numpy()]
+def examples(batches):
+  """The articles of single-pass batches one by one, in data order, as numpy and str values
+  (ids cut to the article's length)."""
+  for batch in batches:
+    values = {k: v.numpy() for k, v in batch.items()}
+    for n in range(len(values["enc_len"])):
+      length, num_oovs = int(values["enc_len"][n]), int(values["num_oovs"][n])
+      yield {
+          "enc_input": values["enc_input"][n, :length],
+          "enc_input_ext": values["enc_input_ext"][n, :length],
+          "num_oovs": num_oovs,
+          "article_oovs": [s.decode("utf-8") for s in values["article_oovs"][n, :num_oovs]],
+          "article": values["article"][n].decode("utf-8"),
+          "abstract": values["abstract"][n].decode("utf-8"),
+      }
 
 
 class Summary:
-  """One decoded example, as words."""
+  """One decoded example, as words: the search's `result` for the article `example`."""
 
-  def __init__(self, vocab, result, batch, n):
-    oovs = _strings(batch["article_oovs"][n])[:int(batch["num_oovs"][n])]
-    length = int(result["length"][n])
-    ids = [int(i) for i in result["tokens"][n, :length]]
+  def __init__(self, vocab, result, example):
+    oovs = example["article_oovs"]
+    length = int(result["length"])
+    ids = [int(i) for i in result["tokens"][:length]]
     words = vocab.outputids2words(ids, oovs)
     if vocab_lib.STOP in words:
       words = words[:words.index(vocab_lib.STOP)]
     self.words = words
     self.oovs = set(oovs)
     self.num_steps = length
-    self.p_gens = result["p_gens"][n, :length]
-    self.attn = result["attn"][n, :length, :int(batch["enc_len"][n])] if "attn" in result else None
+    self.p_gens = result["p_gens"][:length]
+    self.attn = (result["attn"][:length, :len(example["enc_input"])] if "attn" in result
+                 else None)
     self.sentences = metrics.sentences_from_words(words)
-    self.reference = [s for s in batch["abstract"][n].numpy().decode("utf-8").split("\n")
-                      if s.strip()]
-    self.article = batch["article"][n].numpy().decode("utf-8")
+    self.reference = [s for s in example["abstract"].split("\n") if s.strip()]
+    self.article = example["article"]
 
 
 class Progress:
@@ -142,27 +166,26 @@ class SinglePassDecoder:
     if self.hps.max_decode_examples:
       total = min(total, self.hps.max_decode_examples)
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab), self.hps)
-    search = make_search(self.model, self.hps)
-    progress = Progress(total)
+    # --batch_size searches side by side; each slot takes the next article as soon as its
+    # search ends (continuous batching), and results come back in data order.
+    decoder = continuous_batching.SlotDecoder(self.model, search_settings(self.hps),
+                                              self.hps.batch_size, self.hps.max_enc_steps)
+    articles = itertools.islice(examples(dataset), max(total - done, 0))
+    progress, first_done = Progress(total), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
-      for batch in dataset:
-        result = run_search(search, batch)
-        for n in range(len(result["length"])):
-          if done >= total:
-            break
-          summary = Summary(self.vocab, result, batch, n)
-          # The log line goes before the decoded file, whose presence marks the example done:
-          # a kill between the two then leaves a surplus line (dropped on resume), never a
-          # decoded example without its line (which the resume refuses).
-          log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
-                                "steps": summary.num_steps}) + "\n")
-          log.flush()
-          self._write_example(done, summary)
-          per_example.append(float(np.mean(summary.p_gens)))
-          done += 1
-        logging.info("%s", progress.line(done))
-        if done >= total:
-          break
+      for example, result in decoder.decode(articles):
+        summary = Summary(self.vocab, result, example)
+        # The log line goes before the decoded file, whose presence marks the example done:
+        # a kill between the two then leaves a surplus line (dropped on resume), never a
+        # decoded example without its line (which the resume refuses).
+        log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
+                              "steps": summary.num_steps}) + "\n")
+        log.flush()
+        self._write_example(done, summary)
+        per_example.append(float(np.mean(summary.p_gens)))
+        done += 1
+        if (done - first_done) % self.hps.batch_size == 0 or done == total:
+          logging.info("%s", progress.line(done))
     source.raise_if_failed()
     return self._finish(done, per_example, source.skips)
 
@@ -210,7 +233,7 @@ class SinglePassDecoder:
         "flags": {k: getattr(self.hps, k) for k in (
             "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
             "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
-            "length_penalty_alpha", "precision")},
+            "length_penalty_alpha", "precision", "first_step_context")},
     }
     metrics.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                               metrics.rouge_results_text(rouge))
@@ -297,12 +320,14 @@ class ContinuousDecoder:
     last_load = time.time()
     count = 0
     for batch in dataset:
-      summary = Summary(self.vocab, run_search(search, batch), batch, 0)
+      (example,) = examples([batch])
+      (result,) = run_search(search, batch)
+      summary = Summary(self.vocab, result, example)
       article_words = summary.article.split()[:self.hps.max_enc_steps]
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
       logging.info("REFERENCE SUMMARY: %s", " ".join(summary.reference))
       logging.info("GENERATED SUMMARY: %s", _marked(summary.words, summary.oovs))
-      self._write_attention(index, batch, summary)
+      self._write_attention(index, example, summary)
       index += 1
       count += 1
       if self.hps.max_decode_examples and count >= self.hps.max_decode_examples:
@@ -321,10 +346,10 @@ class ContinuousDecoder:
       except tf.errors.OpError as e:
         logging.warning("Could not load %s (%s); keeping %s", newest, e, self.ckpt_path)
 
-  def _write_attention(self, index, batch, summary):
-    tokens = text.tokenize(batch["article"][0], self.hps.tokenizer, self.hps.lowercase)
+  def _write_attention(self, index, example, summary):
+    tokens = text.tokenize(example["article"], self.hps.tokenizer, self.hps.lowercase)
     article = [t.decode("utf-8") for t in tokens.numpy()[:self.hps.max_enc_steps]]
-    oovs = set(_strings(batch["article_oovs"][0]))
+    oovs = set(example["article_oovs"])
     record = {
         "article_lst": [f"__{w}__" if w in oovs else w for w in article],
         "decoded_lst": [f"__{w}__" if w in summary.oovs else w for w in summary.words],

@@ -148,7 +148,7 @@ class Summarizer(tf.Module):
     result = beam_search.beam_search(
         self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext, max_oovs, hps.beam_size,
         hps.max_dec_steps, hps.min_dec_steps, keep_attention, hps.block_ngram_repeat,
-        hps.length_penalty_alpha)
+        hps.length_penalty_alpha, hps.first_step_context)
 
     ids = result["tokens"]  # [B, T] extended ids, [STOP] included if generated, [PAD] after
     generated = tf.range(hps.max_dec_steps)[None, :] < result["length"][:, None]  # [B, T]
@@ -196,6 +196,7 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
       # Named so that "off" needs no sentinel value: the original ranks by average log-prob.
       "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
       "length_penalty_alpha": 0.0 if alpha is None else float(alpha),
+      "first_step_context": hps.first_step_context,
       "tokenizer": hps.tokenizer,
       "lowercase": hps.lowercase,
       "pointer_gen": hps.pointer_gen,

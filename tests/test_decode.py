@@ -88,6 +88,7 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained, capsys):
                     re.MULTILINE)
   assert found.groups() == tuple(f"{saved['ngrams'][side]['duplicate_ngrams_pct']['3']:.2f}"
                                  for side in ("decoded", "reference"))
+  assert saved["flags"]["first_step_context"] == "original"
   # A finished directory is never overwritten.
   with pytest.raises(DataError, match="already holds a finished decode"):
     decode.run(hps, vocab)
@@ -105,7 +106,8 @@ def test_interrupted_single_pass_resumes_to_the_same_files(trained, tmp_path):
     os.remove(os.path.join(directory, "decoded", f"{i:06d}_decoded.txt"))
   os.remove(os.path.join(directory, "metrics.json"))
   os.remove(os.path.join(directory, "ROUGE_results.txt"))
-  result = decode.run(hps, vocab)
+  # Resumed with other slots: continuous batching's summaries do not depend on the batch.
+  result = decode.run(hps.replace(batch_size=2), vocab)
   assert _decode_files(directory) == complete
   assert result["num_examples"] == NUM_EXAMPLES
 

@@ -248,7 +248,7 @@ def test_settings_and_layout(exported):
   expected = {"beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12, "max_enc_steps": 60,
               "vocab_size": 519, "tokenizer": "whitespace", "lowercase": False,
               "pointer_gen": True, "coverage": True, "ranking": "average_log_prob",
-              "precision": "float32", "step": STEP}
+              "precision": "float32", "first_step_context": "original", "step": STEP}
   settings = exported["client"]["settings"]
   assert {k: settings[k] for k in expected} == expected
   with open(saved / "assets.extra" / export.SETTINGS_FILE, encoding="utf-8") as f:

@@ -16,6 +16,7 @@ Run it alone: the figures are only comparable when nothing else uses the CPU. --
 every size to check the code paths in seconds (its figures mean nothing).
 """
 
+import itertools
 import json
 import os
 import pathlib
@@ -36,8 +37,11 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_gen import beam_search
+from pointer_gen import checkpoints
 from pointer_gen import config
+from pointer_gen import continuous_batching
 from pointer_gen import data
+from pointer_gen import decode
 from pointer_gen import layers
 from pointer_gen import losses
 from pointer_gen import model as model_lib
@@ -73,12 +77,24 @@ flags.DEFINE_string("long_step_json", "", "Internal: time only the long step (ma
 flags.DEFINE_enum("long_step_precision", "float32", list(precision.PRECISIONS),
                   "Internal: the precision of --long_step_json.")
 
+flags.DEFINE_string("trained_ckpt_path", "", "Trained-model decode rows: a checkpoint of the "
+                    "paper configuration (with --coverage as given). Empty: train the small "
+                    "configuration (TRAINED) on --data_path for --trained_steps steps here.")
+flags.DEFINE_integer("trained_steps", 300, "Training steps of the model the trained-model "
+                     "decode rows decode (without --trained_ckpt_path).")
+flags.DEFINE_integer("trained_articles", 256, "Articles decoded per trained-model decode row.")
+flags.DEFINE_integer("slots", 64, "Searches side by side in the continuous-batching decode row.")
+flags.DEFINE_boolean("trained_only", False, "Only the trained-model decode rows.")
+
 PAPER = config.HParams(batch_size=16, max_enc_steps=400, max_dec_steps=100, vocab_size=50000,
                        emb_dim=128, hidden_dim=256, pointer_gen=True, seed=0)
 TINY = config.HParams(batch_size=2, max_enc_steps=40, max_dec_steps=10, vocab_size=500,
                       emb_dim=16, hidden_dim=16, pointer_gen=True, seed=0)
 # The lengths users ran out of memory at with the original.
 LONG_ENC_STEPS, LONG_DEC_STEPS = 800, 200
+# The model trained here for the trained-model decode rows: small enough to learn to stop in a
+# few hundred steps, so that its summaries end at different lengths.
+TRAINED = PAPER.replace(vocab_size=20000, emb_dim=64, hidden_dim=128)
 
 
 def stats(times):
@@ -180,6 +196,70 @@ def time_decode(hps, vocab, model, batch_size, articles):
     steps += int(lengths.max())
   seconds = time.perf_counter() - start
   return {"articles_per_sec": done / seconds, "articles": done, "seconds": seconds}
+
+
+def trained_model(hps, vocab, steps):
+  """The --trained_ckpt_path model, or one trained here on --data_path for `steps` steps."""
+  if FLAGS.trained_ckpt_path:
+    model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+    checkpoints.restore_weights(model, FLAGS.trained_ckpt_path)
+    return model
+  trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
+  step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, len(vocab))
+  spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
+  iterator = iter(tf.data.Dataset.from_generator(lambda: real_batches(hps, vocab),
+                                                 output_signature=spec))
+  for _ in range(steps):
+    loss = float(step(iterator)["loss"])
+  print(f"Trained the decode rows' model for {steps} steps: loss {loss:.3f}", flush=True)
+  return trainer.model
+
+
+def time_continuous_decode(hps, vocab, model, slots, articles):
+  """Articles per second of single-pass decode with continuous batching over `slots` slots,
+  and the summaries' lengths (decoder steps)."""
+  source = data.RecordSource(FLAGS.decode_data_path, single_pass=True)
+  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab),
+                              hps.replace(single_pass=True), batch_size=slots)
+  # Read first, so that the time holds no input work.
+  examples = list(itertools.islice(decode.examples(dataset), slots + articles))
+  decoder = continuous_batching.SlotDecoder(model, decode.search_settings(hps), slots,
+                                            hps.max_enc_steps)
+  list(decoder.decode(examples[:slots]))  # traces the compiled functions
+  start = time.perf_counter()
+  lengths = [int(result["length"]) for _, result in decoder.decode(examples[slots:])]
+  seconds = time.perf_counter() - start
+  return {"articles_per_sec": len(lengths) / seconds, "articles": len(lengths),
+          "seconds": seconds, "steps": stats(lengths)}
+
+
+def trained_decode_rows(hps, results, rows):
+  """Decode of a trained model, whose summaries end at different lengths: one article at a
+  time, then --slots searches side by side with continuous batching."""
+  vocab = vocab_lib.Vocab.from_file(FLAGS.vocab_path, hps.vocab_size)
+  steps = 2 if FLAGS.quick else FLAGS.trained_steps
+  model = trained_model(hps, vocab, steps)
+  decode_hps = hps.replace(mode="decode", beam_size=4, max_dec_steps=120, min_dec_steps=35)
+  articles = 4 if FLAGS.quick else FLAGS.trained_articles
+  one = time_continuous_decode(decode_hps, vocab, model, 1, max(2, articles // 8))
+  many = time_continuous_decode(decode_hps, vocab, model, FLAGS.slots, articles)
+  # The same articles in padded batches, each waiting for its slowest article (before issue 16).
+  padded = time_decode(decode_hps, vocab, model, FLAGS.slots, articles)
+  ratio = many["articles_per_sec"] / one["articles_per_sec"]
+  results["decode_trained"] = {"model": "checkpoint" if FLAGS.trained_ckpt_path else
+                               f"trained {steps} steps", "batch_1": one,
+                               f"continuous_{FLAGS.slots}": many, f"padded_{FLAGS.slots}": padded,
+                               "speedup": ratio}
+  lengths = many["steps"]
+  rows.append(("decode trained model, beam 4, 35-120 steps, batch 1",
+               f"{one['articles_per_sec']:.2f} art/s", ""))
+  rows.append((f"decode trained model, continuous batching, {FLAGS.slots} slots",
+               f"{many['articles_per_sec']:.2f} art/s",
+               f"{ratio:.1f}x batch 1; summary steps median {lengths['median']:.0f} "
+               f"(min {lengths['min']:.0f}, max {lengths['max']:.0f})"))
+  rows.append((f"decode trained model, padded batches of {FLAGS.slots}",
+               f"{padded['articles_per_sec']:.2f} art/s",
+               f"{padded['articles_per_sec'] / one['articles_per_sec']:.1f}x batch 1"))
 
 
 def _plain_scores(memory_features, query_features, v, coverage=None, w_c=None):
@@ -292,6 +372,11 @@ def main(argv):
                         "threads": os.cpu_count()}}
   rows = [cpu_bf16_row()]
   results["cpu_bf16_flags"] = precision.native_bf16_flags()
+  trained_decode_rows(hps if FLAGS.trained_ckpt_path or FLAGS.tiny else TRAINED.replace(
+      coverage=FLAGS.coverage), results, rows)
+  if FLAGS.trained_only:
+    _report(results, rows)
+    return
 
   m, k, n = (64, 16, 500) if FLAGS.tiny else (1600, 256, 50000)
   ceiling = matmul_ceiling(m, k, n)
@@ -393,6 +478,10 @@ def main(argv):
                      f"min {timing['min']:.2f} max {timing['max']:.2f}; "
                      f"{timing['median'] / base:.2f}x all optimisations"))
 
+  _report(results, rows)
+
+
+def _report(results, rows):
   results["peak_rss_gb"] = peak_rss_gb()
   width = max(len(r[0]) for r in rows)
   for name, value, note in rows:
