@@ -125,7 +125,7 @@ class SinglePassDecoder:
     if done:
       logging.info("Resuming the decode in %s after %d examples.", self.dir, done)
     source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True,
-                               skip=done)
+                               skip=done, **data.json_fields(self.hps))
     total = source.num_records
     if self.hps.max_decode_examples:
       total = min(total, self.hps.max_decode_examples)
@@ -211,7 +211,8 @@ class SinglePassDecoder:
 
   def _article_tokens(self, count):
     """The articles of the first `count` examples, tokenised as the model saw them."""
-    source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True)
+    source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True,
+                               **data.json_fields(self.hps))
     articles = []
     for article, _ in source():
       if len(articles) == count:
@@ -242,7 +243,8 @@ class ContinuousDecoder:
 
   def run(self):
     make_output_dir(os.path.join(self.dir, "attn_vis"))
-    source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed)
+    source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed,
+                               **data.json_fields(self.hps))
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab),
                                 self.hps.replace(single_pass=False), batch_size=1)
     search = make_search(self.model, self.hps, keep_attention=True)
