@@ -199,7 +199,10 @@ class SinglePassDecoder:
         "flags": {k: getattr(self.hps, k) for k in (
             "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
             "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
-            "length_penalty_alpha")},
+            "length_penalty_alpha",
+            # The run's settings as used (from run_config.json when not given).
+            "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer", "lowercase",
+            "data_format", "article_key", "abstract_key")},
     }
     metrics.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                               metrics.rouge_results_text(rouge))
