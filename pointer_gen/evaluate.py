@@ -197,7 +197,8 @@ def _wait_for_train_dir(hps):
   """Returns once <run>/train exists; raises DataError naming it after TRAIN_DIR_WAIT_SECS."""
   deadline = time.time() + TRAIN_DIR_WAIT_SECS
   if not os.path.isdir(hps.train_dir):
-    logging.info("Waiting for the trainer to create %s.", hps.train_dir)
+    logging.info("Waiting for a checkpoint in %s (the trainer has not created it yet; giving up "
+                 "after %g s).", hps.train_dir, TRAIN_DIR_WAIT_SECS)
   while not os.path.isdir(hps.train_dir):
     if time.time() >= deadline:
       raise DataError(f"{hps.train_dir} does not exist (waited {TRAIN_DIR_WAIT_SECS:g} s): no "

@@ -80,8 +80,7 @@ def settle_hparams(flag_values):
   return hps
 
 
-def run_train(hps, vocab):
-  strategy = distribute.make_strategy(hps.strategy, hps.tpu)
+def run_train(hps, vocab, strategy):
   # Only the chief writes the run directory; the other workers write private temporary ones.
   chief = distribute.is_chief(strategy)
   with run_lock.held(hps.run_dir) if chief else contextlib.nullcontext():
@@ -145,14 +144,17 @@ def main(argv):
   try:
     hps = settle_hparams(FLAGS)
     train.configure_tensorflow(hps.debug)
-    vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
     utility = hps.convert_to_coverage_model or hps.restore_best_model
+    # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
+    strategy = (distribute.make_strategy(hps.strategy, hps.tpu)
+                if hps.mode == "train" and not utility else None)
+    vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
     if hps.mode != "export" and not utility:
       data.warn_if_many_oovs(hps, vocab)
     if utility:
       run_checkpoint_utility(hps, vocab)
     elif hps.mode == "train":
-      run_train(hps, vocab)
+      run_train(hps, vocab, strategy)
     elif hps.mode == "eval":
       run_eval(hps, vocab)
     elif hps.mode == "export":

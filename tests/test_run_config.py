@@ -155,6 +155,12 @@ def test_eval_and_export_inherit_and_data_layout_flags_stay_free(hf_data, traine
       str(copy), "text", "summary", "punct")
 
 
+def test_a_resumed_train_inherits_and_may_raise_max_enc_steps(hf_data, trained):
+  hps = _settled("--mode=train", *_args(hf_data, trained), "--max_enc_steps=60")
+  assert (hps.max_enc_steps, hps.tokenizer, hps.lowercase, hps.article_key, hps.hidden_dim) == (
+      60, "punct", True, "document", 8)
+
+
 @pytest.mark.parametrize("flag, recorded", [
     ("--hidden_dim=16", "hidden_dim=8"),  # int
     ("--nolowercase", "lowercase=true"),  # bool
