@@ -88,7 +88,7 @@ class ConcurrentEvaluator:
 
   def __init__(self, hps, vocab):
     self.hps = hps
-    _wait_for_train_dir(hps)
+    wait_for_train_dir(hps)
     self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
     self.score = make_score_fn(self.model, hps, len(vocab))
     self.selector = BestModelSelector()
@@ -193,8 +193,11 @@ class ConcurrentEvaluator:
                    path)
 
 
-def _wait_for_train_dir(hps):
-  """Returns once <run>/train exists; raises DataError naming it after TRAIN_DIR_WAIT_SECS."""
+def wait_for_train_dir(hps):
+  """Returns once <run>/train exists; raises DataError naming it after TRAIN_DIR_WAIT_SECS.
+
+  A new trainer records its run_config.json before it makes the train dir, so after this an eval
+  started beside it finds the run's settings."""
   deadline = time.time() + TRAIN_DIR_WAIT_SECS
   if not os.path.isdir(hps.train_dir):
     logging.info("Waiting for a checkpoint in %s (the trainer has not created it yet; giving up "

@@ -67,6 +67,10 @@ def settle_hparams(flag_values):
   if utility and hps.mode != "train":
     raise DataError("--convert_to_coverage_model and --restore_best_model work with "
                     f"--mode=train, not --mode={hps.mode}")
+  if hps.data_path and hps.mode != "export" and not utility:
+    records.expand_glob(hps.data_path)  # a glob that matches nothing fails before any mkdir
+  if hps.mode == "eval" and not hps.single_pass:
+    evaluate.wait_for_train_dir(hps)  # started with its trainer, it needs the trainer's record
   # A train dir without a checkpoint holds no model yet: training it (re)writes the record.
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
     changeable = run_config.CHANGEABLE_BY_TRAIN if hps.mode == "train" else ()
@@ -74,8 +78,6 @@ def settle_hparams(flag_values):
       changeable += ("coverage",)
     hps = run_config.reconcile(hps, given, changeable)
   hps = resolve_data(hps, given)
-  if hps.mode != "export" and not utility:
-    records.expand_glob(hps.data_path)  # a glob that matches nothing fails before any mkdir
   vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase)
   return hps
 
@@ -84,9 +86,14 @@ def run_train(hps, vocab, strategy):
   # Only the chief writes the run directory; the other workers write private temporary ones.
   chief = distribute.is_chief(strategy)
   with run_lock.held(hps.run_dir) if chief else contextlib.nullcontext():
+    # A new run's record comes before its train dir, which an eval started beside waits for;
+    # a resumed run's after the restore, so that a checkpoint not fitting the flags fails first.
+    resumed = checkpoints.newest(hps.train_dir)
+    if chief and not resumed:
+      run_config.write(hps)
     trainer = train.Trainer(hps, vocab, strategy)
-    trainer.restore()  # a checkpoint that does not fit the flags fails before they are recorded
-    if chief:
+    trainer.restore()
+    if chief and resumed:
       run_config.write(hps)
     history = trainer.train(restored=True)
   if history:
