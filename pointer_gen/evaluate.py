@@ -30,10 +30,10 @@ from pointer_gen.errors import DataError
 from pointer_gen.errors import make_output_dir
 
 RUNNING_AVG_DECAY = 0.99
+RUNNING_AVG_CAP = 12.0
 # Eval may start a little before its trainer has made the train dir; after this, a missing one
 # is a wrong --log_root/--exp_name.
 TRAIN_DIR_WAIT_SECS = 120.0
-RUNNING_AVG_CAP = 12.0
 
 METRIC_DEFINITIONS = {
     "mean_nll_per_example": "each example's NLL averaged over its target tokens, then averaged "

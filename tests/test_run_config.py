@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import unicodedata
 
 from absl import flags
 import pytest
@@ -214,28 +215,39 @@ def test_vocab_sidecar_mismatch_is_refused_before_any_directory(hf_data, capsys,
   assert not (tmp_path / "runs").exists()
 
 
-def test_many_oovs_warn_with_the_rate_vocab_and_tokenization(hf_data, caplog):
+def _punct_tokens(text_):
+  """--tokenizer=punct, independently: Unicode punctuation and symbols split off."""
+  return "".join(f" {c} " if unicodedata.category(c)[0] in "PS" else c for c in text_).split()
+
+
+@pytest.mark.parametrize("tokenizer, split", [
+    ("whitespace", str.split),  # over 15 % out of vocabulary
+    ("punct", _punct_tokens),  # under 15 %, but lower-casing would leave none: still a warning
+])
+def test_many_oovs_warn_with_the_rate_vocab_and_tokenization(hf_data, caplog, tokenizer, split):
   vocab = vocab_lib.Vocab.from_file(hf_data["vocab"], 0)
   hps = config.HParams(data_path=hf_data["jsonl"], vocab_path=hf_data["vocab"],
-                       article_key="document", abstract_key="summary", max_enc_steps=200)
-  # Independently: whitespace tokens, case kept, of the truncated articles against the words.
+                       article_key="document", abstract_key="summary", max_enc_steps=200,
+                       tokenizer=tokenizer)
+  # Independently: the case-kept tokens of the truncated articles against the vocab's words.
   words = set(vocab.words)
-  tokens = [t for row in hf_data["rows"] for t in row["document"].split()[:200]]
+  tokens = [t for row in hf_data["rows"] for t in split(row["document"])[:200]]
   expected = sum(t not in words for t in tokens) / len(tokens)
-  assert expected > data.OOV_WARNING_RATE
+  assert (expected > data.OOV_WARNING_RATE) == (tokenizer == "whitespace")
   with caplog.at_level("WARNING"):
     rate = data.warn_if_many_oovs(hps, vocab)
   assert rate == pytest.approx(expected, abs=1e-12)
-  [message] = [r.getMessage() for r in caplog.records if "out of the vocabulary" in r.getMessage()]
+  [message] = [m for m in caplog.messages if "out of the vocabulary" in m]
   assert message.startswith(f"{100 * expected:.1f} % of the article tokens of the first "
                             f"examples (up to {data.OOV_CHECK_EXAMPLES}) of "
                             f"--data_path={hf_data['jsonl']} are out of the vocabulary "
-                            f"{hf_data['vocab']} with --tokenizer=whitespace --lowercase=false")
-  assert re.search(r"With --tokenizer=punct --lowercase=true it would be \d+\.\d %\.$", message)
+                            f"{hf_data['vocab']} with --tokenizer={tokenizer} --lowercase=false")
+  # The vocab was made from these very articles: with its tokenisation, nothing is unknown.
+  assert message.endswith("With --tokenizer=punct --lowercase=true it would be 0.0 %.")
   caplog.clear()
   with caplog.at_level("WARNING"):
     rate = data.warn_if_many_oovs(hps.replace(tokenizer="punct", lowercase=True), vocab)
-  assert rate < data.OOV_WARNING_RATE and not caplog.records
+  assert rate == 0 and not caplog.records
 
 
 _HOLD_LOCK = """
