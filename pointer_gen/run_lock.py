@@ -13,6 +13,8 @@ import os
 import socket
 import time
 
+from absl import logging
+
 from pointer_gen.errors import DataError
 from pointer_gen.errors import make_output_dir
 
@@ -34,6 +36,9 @@ def held(run_dir, what="trainer"):
       raise DataError(f"{run_dir} is in use by another trainer ({holder}; lock {path}): two "
                       "trainers on one run directory would overwrite each other's checkpoints. "
                       "Stop it first, or train into another --exp_name") from None
+    except OSError as e:  # a file system without locks (ENOLCK, EOPNOTSUPP)
+      logging.warning("Cannot lock %s (%s): a second trainer on this run directory would not "
+                      "be refused.", path, e.strerror)
     os.ftruncate(fd, 0)
     os.pwrite(fd, (f"{what} pid {os.getpid()} on {socket.gethostname()} since "
                    f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n").encode("utf-8"), 0)
