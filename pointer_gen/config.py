@@ -29,6 +29,11 @@ def define_flags():
                 "whitespace: the data is pre-tokenised (CNN/DM, vietnews); punct: also split "
                 "punctuation off words (raw JSONL text).")
   f.DEFINE_boolean("lowercase", False, "Lower-case text before tokenising (raw JSONL text).")
+  f.DEFINE_string("article_key", "article", "JSONL: the field holding the article (Hugging "
+                  "Face XSum: document; text/summary files: text).")
+  f.DEFINE_string("abstract_key", "", "JSONL: the field holding the summary, a string or a list "
+                  "of sentences (Hugging Face CNN/DM: highlights; XSum: summary). Empty: "
+                  "abstract_sentences if the object has it, else abstract.")
   f.DEFINE_boolean("single_pass", False, "One ordered pass over the data (eval/decode of a "
                    "fixed checkpoint) instead of shuffled batches forever.")
   f.DEFINE_string("log_root", "", "Root directory for all runs. Empty: ./runs")
@@ -74,7 +79,7 @@ def define_flags():
                    "scored per new train checkpoint (the original scores one).")
   f.DEFINE_integer("eval_max_checkpoints", 0, "Eval beside training: stop after scoring this "
                    "many checkpoints; 0 = until stopped (it also stops after scoring the "
-                   "checkpoint of step --num_train_steps, when that is set).")
+                   "checkpoint of step --num_train_steps, by default the trainer's).")
   f.DEFINE_float("eval_poll_secs", 5.0, "Eval beside training: seconds between looks for a new "
                  "train checkpoint.")
   f.DEFINE_integer("max_decode_examples", 0, "Decode at most this many examples; 0 = all "
@@ -113,6 +118,13 @@ def define_flags():
                    "random).")
 
 
+def given_flags(flag_values):
+  """The names of the HParams flags the user set (on the command line or in a --flagfile), as
+  opposed to those left at their defaults, which a run's run_config.json fills in."""
+  return frozenset(f.name for f in dataclasses.fields(HParams)
+                   if f.name in flag_values and flag_values[f.name].present)
+
+
 @dataclasses.dataclass(frozen=True)
 class HParams:
   """Everything the library needs, so that no module below the entry point reads FLAGS."""
@@ -122,6 +134,8 @@ class HParams:
   data_format: str = "auto"
   tokenizer: str = "whitespace"
   lowercase: bool = False
+  article_key: str = "article"
+  abstract_key: str = ""
   single_pass: bool = False
   log_root: str = ""
   exp_name: str = ""
@@ -206,6 +220,8 @@ class HParams:
       raise DataError(f"--num_train_steps={self.num_train_steps}: must be >= 0")
     if self.max_attn_vis_files < 0:
       raise DataError(f"--max_attn_vis_files={self.max_attn_vis_files}: must be >= 0")
+    if not self.article_key:
+      raise DataError("--article_key is empty: give the JSONL field that holds the article")
     if self.eval_max_checkpoints < 0:
       raise DataError(f"--eval_max_checkpoints={self.eval_max_checkpoints}: must be >= 0")
     return self

@@ -161,7 +161,7 @@ class SinglePassDecoder:
     if done:
       logging.info("Resuming the decode in %s after %d examples.", self.dir, done)
     source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True,
-                               skip=done)
+                               skip=done, **data.json_fields(self.hps))
     total = source.num_records
     if self.hps.max_decode_examples:
       total = min(total, self.hps.max_decode_examples)
@@ -233,7 +233,10 @@ class SinglePassDecoder:
         "flags": {k: getattr(self.hps, k) for k in (
             "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
             "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
-            "length_penalty_alpha", "precision", "first_step_context")},
+            "length_penalty_alpha", "precision", "first_step_context",
+            # The run's settings as used (from run_config.json when not given).
+            "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer", "lowercase",
+            "data_format", "article_key", "abstract_key")},
     }
     metrics.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                               metrics.rouge_results_text(rouge))
@@ -245,7 +248,8 @@ class SinglePassDecoder:
 
   def _articles(self, count):
     """The articles of the first `count` examples, as in the data."""
-    source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True)
+    source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True,
+                               **data.json_fields(self.hps))
     articles = []
     for article, _ in source():
       if len(articles) == count:
@@ -313,7 +317,8 @@ class ContinuousDecoder:
     # Numbering goes on after an earlier run's files, so that the newest have the highest.
     earlier = self._vis_files()
     index = earlier[-1][0] + 1 if earlier else 0
-    source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed)
+    source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed,
+                               **data.json_fields(self.hps))
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab),
                                 self.hps.replace(single_pass=False), batch_size=1)
     search = make_search(self.model, self.hps, keep_attention=True)

@@ -219,7 +219,8 @@ def test_output_directory_that_cannot_be_created_is_a_clear_error(corpus, tmp_pa
   code, _, err = _run(corpus, tmp_path / "a_file" / "logs", "--num_train_steps=2")
   assert code == 1
   assert "Traceback" not in err
-  assert re.search(r"^error: cannot create the output directory \S+a_file/logs/run/train "
+  # The run directory is the first one a trainer makes (for its lock and run_config.json).
+  assert re.search(r"^error: cannot create the output directory \S+a_file/logs/run "
                    r"\(check --log_root\): Not a directory$", err, re.M), err
 
 
