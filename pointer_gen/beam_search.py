@@ -9,11 +9,19 @@ min_dec_steps steps have passed, else it is dropped; other candidates become the
 hypotheses; the visit stops once beam_size live hypotheses or beam_size results exist. Search
 ends at max_dec_steps or when beam_size results exist; the winner is the result (or, with none,
 the live hypothesis) of best average log-probability.
+
+Every article keeps its own step counter, and an article whose search has ended stays as it is
+while the others go on: the pieces (start / encode, advance, finished, winners) also run
+continuous batching (continuous_batching.py), where articles start at different steps.
 """
+
+import dataclasses
 
 import tensorflow as tf
 
+from pointer_gen import config
 from pointer_gen import layers
+from pointer_gen import precision
 from pointer_gen import vocab as vocab_lib
 
 def _gather_beams(tensor, indices):
@@ -44,17 +52,17 @@ def _score(log_prob_sum, num_tokens, length_penalty_alpha):
 def _block_repeats(dist, tokens, step, n):
   """Zeroes the probability of every token that would repeat an n-gram of its hypothesis.
 
-  dist [M, W]; tokens [M, T] generated so far (valid before `step`) -> [M, W].
+  dist [M, W]; tokens [M, T] generated so far (valid before each row's `step` [M]) -> [M, W].
   """
   total = tokens.shape[1]
   if total is None or total < n:
     return dist
   starts = total - n + 1
   # An earlier n-gram starting at j is complete before this step if j + n - 1 <= step - 1.
-  match = tf.broadcast_to(tf.range(starts)[None, :] <= step - n,
-                          [tf.shape(tokens)[0], starts])  # [M, J]
+  match = tf.range(starts)[None, :] <= (step - n)[:, None]  # [M, J]
   for i in range(n - 1):
-    recent = tokens[:, tf.maximum(step - n + 1 + i, 0)]  # [M]: the (n-1)-token prefix
+    # [M]: the (n-1)-token prefix
+    recent = tf.gather(tokens, tf.maximum(step - n + 1 + i, 0), batch_dims=1)
     match &= tf.equal(tokens[:, i:starts + i], recent[:, None])  # [M, J]
   banned = tokens[:, n - 1:]  # [M, J]: the token that completed each earlier n-gram
   rows = tf.tile(tf.range(tf.shape(tokens)[0])[:, None], [1, starts])  # [M, J]
@@ -63,14 +71,43 @@ def _block_repeats(dist, tokens, step, n):
   return tf.tensor_scatter_nd_update(dist, indices, tf.zeros([tf.shape(where)[0]], dist.dtype))
 
 
+def initial_decoder_state(model, state, features, states, mask, first_step_context):
+  """The decoder state step 0 starts from.
+
+  "original": as the original's decode (initial_state_attention=True), the context and, with
+  coverage, one extra attention added to the coverage, both computed from the encoder's final
+  state; training's step 0 never sees these. "zeros": training's step 0 exactly, a zero context
+  and a zero coverage (the state `model.encode` returns).
+  """
+  if first_step_context == "original":
+    return model.cell.initial_attention(state, features, states, mask)
+  if first_step_context == "zeros":
+    return state
+  raise ValueError(f"first_step_context={first_step_context!r}: expected one of "
+                   f"{', '.join(config.FIRST_STEP_CONTEXTS)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """The search's constants: see beam_search."""
+  beam_size: int
+  max_dec_steps: int
+  min_dec_steps: int
+  keep_attention: bool = False
+  block_ngram_repeat: int = 0
+  length_penalty_alpha: float | None = None
+  first_step_context: str = "original"
+
+
 def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, max_dec_steps,
                 min_dec_steps, keep_attention=False, block_ngram_repeat=0,
-                length_penalty_alpha=None):
+                length_penalty_alpha=None, first_step_context="original"):
   """Decodes a batch of N articles.
 
-  block_ngram_repeat=n > 0 forbids any hypothesis to repeat one of its n-grams, and
-  length_penalty_alpha ranks by GNMT's length penalty; both are extras, off by default, so
-  that summaries are the original's.
+  block_ngram_repeat=n > 0 forbids any hypothesis to repeat one of its n-grams,
+  length_penalty_alpha ranks by GNMT's length penalty, and first_step_context="zeros" starts
+  step 0 from training's zero context (see initial_decoder_state); all are extras, off by
+  default, so that summaries are the original's.
 
   enc_input, enc_input_ext [N, L] int32; enc_len [N]; max_oovs: scalar, the widest OOV list.
   Returns tokens [N, max_dec_steps] (extended ids, [STOP] included if generated, [PAD] after),
@@ -78,23 +115,54 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
   [START] token counted, as the original), log_prob [N] (sum), p_gens [N, max_dec_steps] and,
   if keep_attention, attn [N, max_dec_steps, L].
   """
-  k = beam_size
-  vocab_size = model.vocab_size
-  articles = tf.shape(enc_input)[0]
-  length = tf.shape(enc_input)[1]
+  settings = Settings(beam_size, max_dec_steps, min_dec_steps, keep_attention,
+                      block_ngram_repeat, length_penalty_alpha, first_step_context)
+  memory, search = start(model, enc_input, enc_len, enc_input_ext, settings)
+  (final,) = tf.while_loop(
+      lambda v: tf.reduce_any(~finished(v, settings)),
+      lambda v: (advance(model, memory, v, max_oovs, settings),), (search,),
+      maximum_iterations=max_dec_steps)
+  return winners(final, settings)
+
+
+def encode(model, enc_input, enc_len, settings):
+  """N articles' memory, without the extended ids (encoder states and W_h features
+  [N, L, 2H], mask [N, L]), and the decoder state ([N, ...] tuple) step 0 starts from."""
   states, features, mask, state = model.encode(enc_input, enc_len)
-  state = model.cell.initial_attention(state, features, states, mask)
-  dtype = states.dtype
+  state = initial_decoder_state(model, state, features, states, mask,
+                                settings.first_step_context)
+  return {"states": states, "features": features, "mask": mask}, state
 
-  def tile(t):  # [N, ...] -> [N*K, ...], every article's beam next to each other
-    return tf.repeat(t, k, axis=0)
 
-  states, features, mask, ext_ids = tile(states), tile(features), tile(mask), tile(enc_input_ext)
-  state = tuple(tile(s) for s in state)
-  steps_shape = [articles, k, max_dec_steps]
+def start(model, enc_input, enc_len, enc_input_ext, settings):
+  """Encodes N articles and sets up their searches at step 0.
 
-  loop_vars = {
-      "step": tf.constant(0),
+  Returns memory, what the decoder attends to and copies from (encoder states and W_h features
+  [N*K, L, 2H], mask [N*K, L], extended ids [N*K, L]; each article's K rows side by side), and
+  the search state: per article a step counter [N] and its live hypotheses and results.
+  """
+  memory, state = encode(model, enc_input, enc_len, settings)
+  memory["ext_ids"] = enc_input_ext
+  memory, state = tile_beams(memory, state, settings.beam_size)
+  return memory, search_state(state, tf.shape(enc_input)[0], tf.shape(enc_input)[1], settings)
+
+
+def tile_beams(memory, state, beam_size):
+  """Memory and decoder state of N articles repeated for their K hypotheses: [N, ...] ->
+  [N*K, ...], every article's K rows side by side."""
+  tile = lambda t: tf.repeat(t, beam_size, axis=0)
+  return {name: tile(t) for name, t in memory.items()}, tuple(tile(s) for s in state)
+
+
+def search_state(state, articles, length, settings, step=0):
+  """The search of N articles at `step` with no hypotheses yet, from the decoder `state`
+  ([N*K, ...] tuple) of step 0; `length` is the width L of the articles' memory."""
+  k = settings.beam_size
+  # Probabilities, p_gens and attention are float32 in every --precision.
+  dtype = precision.OUTPUT_DTYPE
+  steps_shape = [articles, k, settings.max_dec_steps]
+  search = {
+      "step": tf.fill([articles], step),
       "state": state,
       "live_tokens": tf.fill(steps_shape, vocab_lib.PAD_ID),
       "live_sum": tf.zeros([articles, k], dtype),
@@ -106,119 +174,147 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
       "done_p_gens": tf.zeros(steps_shape, dtype),
       "num_done": tf.zeros([articles], tf.int32),
   }
-  if keep_attention:
-    loop_vars["live_attn"] = tf.zeros([articles, k, max_dec_steps, length], dtype)
-    loop_vars["done_attn"] = tf.zeros([articles, k, max_dec_steps, length], dtype)
-
-  def cond(v):
-    return (v["step"] < max_dec_steps) & tf.reduce_any(v["num_done"] < k)
-
-  def body(v):
-    step = v["step"]
-    previous = tf.where(step > 0, v["live_tokens"][:, :, tf.maximum(step - 1, 0)],
-                        vocab_lib.START_ID)  # [N, K]
-    # Temporary article-OOV ids are fed back as [UNK]: the embedding only knows the vocab.
-    previous = tf.where(previous >= vocab_size, vocab_lib.UNK_ID, previous)
-    (output, context, attn, p_gen), new_state = model.cell(
-        model.embedding(_merge(previous)), v["state"], features, states, mask)
-    vocab_probs = tf.nn.softmax(model.cell.vocab_logits(output, context))  # [N*K, V]
-    if p_gen is None:
-      p_gen = tf.ones([tf.shape(output)[0]], dtype)  # [N*K]
-      dist = vocab_probs  # [N*K, V]
-    else:
-      dist = layers.final_distribution(vocab_probs, attn, p_gen, ext_ids, max_oovs)  # [N*K, V+N]
-    if block_ngram_repeat:
-      dist = _block_repeats(dist, _merge(v["live_tokens"]), step, block_ngram_repeat)
-    top_probs, top_ids = tf.math.top_k(dist, 2 * k)  # [N*K, 2K]
-    top_logp = _split(tf.math.log(top_probs), articles, k)  # [N, K, 2K]
-    top_ids = _split(top_ids, articles, k)  # [N, K, 2K]
-
-    cand_sum = v["live_sum"][:, :, None] + top_logp  # [N, K, 2K]
-    # At step 0 every hypothesis is the same [START]: only the first one proposes.
-    proposes = tf.logical_or(step > 0, tf.range(k) == 0)  # [K]
-    proposes = tf.broadcast_to(proposes[None, :, None], tf.shape(cand_sum))  # [N, K, 2K]
-    cand_score = tf.where(proposes, _score(cand_sum, step + 2, length_penalty_alpha),
-                          float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
-    candidates = 2 * k * k
-    _, order = tf.math.top_k(tf.reshape(cand_score, [articles, candidates]),
-                             candidates)  # [N, C]; ties: lower index first, as a stable sort
-
-    def in_order(t):  # [N, K, 2K] -> [N, C] in visiting order
-      return tf.gather(tf.reshape(t, [articles, candidates]), order, batch_dims=1)
-
-    order_ids, order_sum, order_score = in_order(top_ids), in_order(cand_sum), in_order(cand_score)
-    order_parent = order // (2 * k)  # [N, C]
-    valid = in_order(proposes)
-    is_stop = tf.equal(order_ids, vocab_lib.STOP_ID)
-    is_live = tf.logical_not(is_stop) & valid
-    accept_stop = is_stop & valid & (step >= min_dec_steps)
-    live_count = tf.cumsum(tf.cast(is_live, tf.int32), axis=1)  # [N, C]
-    done_count = v["num_done"][:, None] + tf.cumsum(tf.cast(accept_stop, tf.int32), axis=1)
-    # The visit stops right after the candidate that fills the beam or the results.
-    full = (live_count >= k) | (done_count >= k)  # [N, C]
-    visited = tf.cumsum(tf.cast(full, tf.int32), axis=1, exclusive=True) == 0
-    visited &= (v["num_done"] < k)[:, None]
-    new_live = is_live & visited
-    new_done = accept_stop & visited
-
-    step_mask = tf.one_hot(step, max_dec_steps, dtype=dtype)  # [T]
-    step_ids = tf.cast(step_mask, tf.int32)  # [T]
-    p_gen = _split(p_gen, articles, k)  # [N, K]
-    attn = _split(attn, articles, k)  # [N, K, L]
-
-    def extend(parents, tokens):
-      """History of the hypotheses `parents` [N, M] extended by this step's `tokens` [N, M]."""
-      out = {
-          "tokens": (_gather_beams(v["live_tokens"], parents) * (1 - step_ids)
-                     + tokens[:, :, None] * step_ids),  # [N, M, T]
-          "p_gens": (_gather_beams(v["live_p_gens"], parents) * (1.0 - step_mask)
-                     + _gather_beams(p_gen, parents)[:, :, None] * step_mask),  # [N, M, T]
-      }
-      if keep_attention:
-        out["attn"] = (_gather_beams(v["live_attn"], parents) * (1.0 - step_mask)[:, None]
-                       + _gather_beams(attn, parents)[:, :, None, :]
-                       * step_mask[:, None])  # [N, M, T, L]
-      return out
-
-    # Live hypotheses: the first K visited non-[STOP] candidates, in visiting order.
-    live_rank = tf.where(new_live, live_count - 1, candidates)  # [N, C]
-    live_pick = tf.math.top_k(-live_rank, k).indices  # [N, K] positions in visiting order
-    parent = _gather_beams(order_parent, live_pick)  # [N, K]
-    live = extend(parent, _gather_beams(order_ids, live_pick))
-    out = dict(v)
-    flat_parent = _merge(parent + tf.range(articles)[:, None] * k)  # [N*K] rows of N*K
-    out["state"] = tuple(tf.gather(s, flat_parent) for s in new_state)
-    out["live_sum"] = _gather_beams(order_sum, live_pick)
-    for name, value in live.items():
-      out["live_" + name] = value
-
-    # Results: accepted [STOP] candidates fill the next free result slots in visiting order.
-    slot_of = tf.where(new_done, done_count - 1, -1)  # [N, C]
-    slot_match = tf.equal(slot_of[:, None, :], tf.range(k)[None, :, None])  # [N, K, C]
-    filled = tf.reduce_any(slot_match, axis=2)  # [N, K]
-    source = tf.argmax(tf.cast(slot_match, tf.int32), axis=2, output_type=tf.int32)  # [N, K]
-    done = extend(_gather_beams(order_parent, source),
-                  tf.fill([articles, k], vocab_lib.STOP_ID))
-    done["sum"] = _gather_beams(order_sum, source)
-    done["score"] = _gather_beams(order_score, source)
-    done["len"] = tf.fill([articles, k], step + 1)
-    for name, value in done.items():
-      old = v["done_" + name]
-      shape = tf.concat([tf.shape(filled), tf.ones(tf.rank(old) - 2, tf.int32)], 0)
-      out["done_" + name] = tf.where(tf.reshape(filled, shape), value, old)
-    out["num_done"] = v["num_done"] + tf.reduce_sum(tf.cast(new_done, tf.int32), axis=1)
-    out["step"] = step + 1
-    return (out,)
-
-  (final,) = tf.while_loop(cond, body, (loop_vars,), maximum_iterations=max_dec_steps)
-  return _winners(final, k, keep_attention, length_penalty_alpha)
+  if settings.keep_attention:
+    search["live_attn"] = tf.zeros([articles, k, settings.max_dec_steps, length], dtype)
+    search["done_attn"] = tf.zeros([articles, k, settings.max_dec_steps, length], dtype)
+  return search
 
 
-def _winners(v, k, keep_attention, length_penalty_alpha):
+def finished(v, settings):
+  """[N] bool: the articles whose search has ended (max_dec_steps or beam_size results)."""
+  return (v["step"] >= settings.max_dec_steps) | (v["num_done"] >= settings.beam_size)
+
+
+def advance(model, memory, v, max_oovs, settings):
+  """One decoder step of every article whose search has not ended; the others stay as they are.
+
+  Each article has its own step counter, so articles that started at different times (a
+  continuous batch) advance side by side exactly as each would alone.
+  """
+  k, steps = settings.beam_size, settings.max_dec_steps
+  vocab_size = model.vocab_size
+  articles = tf.shape(v["num_done"])[0]
+  step = v["step"]  # [N]
+  dtype = v["live_sum"].dtype
+  previous = tf.gather(v["live_tokens"], tf.maximum(step - 1, 0), axis=2,
+                       batch_dims=1)  # [N, K]
+  previous = tf.where((step > 0)[:, None], previous, vocab_lib.START_ID)  # [N, K]
+  # Temporary article-OOV ids are fed back as [UNK]: the embedding only knows the vocab.
+  previous = tf.where(previous >= vocab_size, vocab_lib.UNK_ID, previous)
+  (output, context, attn, p_gen), new_state = model.cell(
+      model.embedding(_merge(previous)), v["state"], memory["features"], memory["states"],
+      memory["mask"])
+  vocab_probs = tf.nn.softmax(model.cell.vocab_logits(output, context))  # [N*K, V]
+  if p_gen is None:
+    p_gen = tf.ones([tf.shape(output)[0]], dtype)  # [N*K]
+    dist = vocab_probs  # [N*K, V]
+  else:
+    dist = layers.final_distribution(vocab_probs, attn, p_gen, memory["ext_ids"],
+                                     max_oovs)  # [N*K, V+N]
+  if settings.block_ngram_repeat:
+    dist = _block_repeats(dist, _merge(v["live_tokens"]), tf.repeat(step, k),
+                          settings.block_ngram_repeat)
+  top_probs, top_ids = tf.math.top_k(dist, 2 * k)  # [N*K, 2K]
+  top_logp = _split(tf.math.log(top_probs), articles, k)  # [N, K, 2K]
+  top_ids = _split(top_ids, articles, k)  # [N, K, 2K]
+
+  cand_sum = v["live_sum"][:, :, None] + top_logp  # [N, K, 2K]
+  # At step 0 every hypothesis is the same [START]: only the first one proposes.
+  proposes = (step > 0)[:, None] | (tf.range(k) == 0)[None, :]  # [N, K]
+  proposes = tf.broadcast_to(proposes[:, :, None], tf.shape(cand_sum))  # [N, K, 2K]
+  cand_score = tf.where(proposes,
+                        _score(cand_sum, step[:, None, None] + 2, settings.length_penalty_alpha),
+                        float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
+  candidates = 2 * k * k
+  _, order = tf.math.top_k(tf.reshape(cand_score, [articles, candidates]),
+                           candidates)  # [N, C]; ties: lower index first, as a stable sort
+
+  def in_order(t):  # [N, K, 2K] -> [N, C] in visiting order
+    return tf.gather(tf.reshape(t, [articles, candidates]), order, batch_dims=1)
+
+  order_ids, order_sum, order_score = in_order(top_ids), in_order(cand_sum), in_order(cand_score)
+  order_parent = order // (2 * k)  # [N, C]
+  valid = in_order(proposes)
+  is_stop = tf.equal(order_ids, vocab_lib.STOP_ID)
+  is_live = tf.logical_not(is_stop) & valid
+  accept_stop = is_stop & valid & (step >= settings.min_dec_steps)[:, None]
+  live_count = tf.cumsum(tf.cast(is_live, tf.int32), axis=1)  # [N, C]
+  done_count = v["num_done"][:, None] + tf.cumsum(tf.cast(accept_stop, tf.int32), axis=1)
+  # The visit stops right after the candidate that fills the beam or the results.
+  full = (live_count >= k) | (done_count >= k)  # [N, C]
+  visited = tf.cumsum(tf.cast(full, tf.int32), axis=1, exclusive=True) == 0
+  new_live = is_live & visited
+  new_done = accept_stop & visited
+
+  step_mask = tf.one_hot(step, steps, dtype=dtype)[:, None, :]  # [N, 1, T]
+  step_ids = tf.cast(step_mask, tf.int32)  # [N, 1, T]
+  p_gen = _split(p_gen, articles, k)  # [N, K]
+  attn = _split(attn, articles, k)  # [N, K, L]
+
+  def extend(parents, tokens):
+    """History of the hypotheses `parents` [N, M] extended by this step's `tokens` [N, M]."""
+    out = {
+        "tokens": (_gather_beams(v["live_tokens"], parents) * (1 - step_ids)
+                   + tokens[:, :, None] * step_ids),  # [N, M, T]
+        "p_gens": (_gather_beams(v["live_p_gens"], parents) * (1.0 - step_mask)
+                   + _gather_beams(p_gen, parents)[:, :, None] * step_mask),  # [N, M, T]
+    }
+    if settings.keep_attention:
+      out["attn"] = (_gather_beams(v["live_attn"], parents) * (1.0 - step_mask)[..., None]
+                     + _gather_beams(attn, parents)[:, :, None, :]
+                     * step_mask[..., None])  # [N, M, T, L]
+    return out
+
+  # Live hypotheses: the first K visited non-[STOP] candidates, in visiting order.
+  live_rank = tf.where(new_live, live_count - 1, candidates)  # [N, C]
+  live_pick = tf.math.top_k(-live_rank, k).indices  # [N, K] positions in visiting order
+  parent = _gather_beams(order_parent, live_pick)  # [N, K]
+  live = extend(parent, _gather_beams(order_ids, live_pick))
+  out = dict(v)
+  flat_parent = _merge(parent + tf.range(articles)[:, None] * k)  # [N*K] rows of N*K
+  out["state"] = tuple(tf.gather(s, flat_parent) for s in new_state)
+  out["live_sum"] = _gather_beams(order_sum, live_pick)
+  for name, value in live.items():
+    out["live_" + name] = value
+
+  # Results: accepted [STOP] candidates fill the next free result slots in visiting order.
+  slot_of = tf.where(new_done, done_count - 1, -1)  # [N, C]
+  slot_match = tf.equal(slot_of[:, None, :], tf.range(k)[None, :, None])  # [N, K, C]
+  filled = tf.reduce_any(slot_match, axis=2)  # [N, K]
+  source = tf.argmax(tf.cast(slot_match, tf.int32), axis=2, output_type=tf.int32)  # [N, K]
+  done = extend(_gather_beams(order_parent, source),
+                tf.fill([articles, k], vocab_lib.STOP_ID))
+  done["sum"] = _gather_beams(order_sum, source)
+  done["score"] = _gather_beams(order_score, source)
+  done["len"] = tf.broadcast_to((step + 1)[:, None], [articles, k])
+  for name, value in done.items():
+    old = v["done_" + name]
+    out["done_" + name] = tf.where(_expand_to(filled, old), value, old)
+  out["num_done"] = v["num_done"] + tf.reduce_sum(tf.cast(new_done, tf.int32), axis=1)
+  out["step"] = step + 1
+
+  # Ended searches keep everything: their step, results and live hypotheses.
+  running = ~finished(v, settings)  # [N]
+  rows = tf.repeat(running, k)  # [N*K]
+  kept = {name: tf.where(_expand_to(running, v[name]), value, v[name])
+          for name, value in out.items() if name != "state"}
+  kept["state"] = tuple(tf.where(_expand_to(rows, old), new, old)
+                        for new, old in zip(out["state"], v["state"]))
+  return kept
+
+
+def _expand_to(condition, tensor):
+  """condition [A] or [A, B] reshaped to broadcast against `tensor` [A, (B,) ...]."""
+  shape = tf.concat([tf.shape(condition), tf.ones(tf.rank(tensor) - tf.rank(condition),
+                                                  tf.int32)], 0)
+  return tf.reshape(condition, shape)
+
+
+def winners(v, settings):
   """Best result per article by average log-probability; the live beam if none finished."""
   has_done = v["num_done"] > 0  # [N]
-  steps = v["step"]
-  live_score = _score(v["live_sum"], steps + 1, length_penalty_alpha)  # [N, K]
+  steps = v["step"]  # [N]
+  live_score = _score(v["live_sum"], steps[:, None] + 1, settings.length_penalty_alpha)  # [N, K]
   score = tf.where(has_done[:, None], v["done_score"], live_score)  # [N, K]
   # Live hypotheses are already in visiting (best-first) order; results are not.
   best = tf.argmax(score, axis=1, output_type=tf.int32)  # [N]; ties: the first
@@ -226,16 +322,15 @@ def _winners(v, k, keep_attention, length_penalty_alpha):
   def pick(done, live):
     chosen_done = tf.gather(done, best, batch_dims=1)
     chosen_live = tf.gather(live, best, batch_dims=1)
-    shape = tf.concat([tf.shape(has_done), tf.ones(tf.rank(chosen_done) - 1, tf.int32)], 0)
-    return tf.where(tf.reshape(has_done, shape), chosen_done, chosen_live)
+    return tf.where(_expand_to(has_done, chosen_done), chosen_done, chosen_live)
 
   result = {
       "tokens": pick(v["done_tokens"], v["live_tokens"]),
-      "length": pick(v["done_len"], tf.fill(tf.shape(v["done_len"]), steps)),
+      "length": pick(v["done_len"], tf.broadcast_to(steps[:, None], tf.shape(v["done_len"]))),
       "score": tf.gather(score, best, batch_dims=1),
       "log_prob": pick(v["done_sum"], v["live_sum"]),
       "p_gens": pick(v["done_p_gens"], v["live_p_gens"]),
   }
-  if keep_attention:
+  if settings.keep_attention:
     result["attn"] = pick(v["done_attn"], v["live_attn"])
   return result

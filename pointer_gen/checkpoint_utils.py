@@ -4,8 +4,9 @@
 model; `--restore_best_model` copies eval's best model back into training. Both write what a
 training run resumes from (the model's weights, a fresh Adagrad with its accumulators at
 --adagrad_init_acc, the global step) and register it as the newest checkpoint in the train dir.
-Run them while no trainer runs on the directory: a running trainer rewrites the state file
-from its own list and would drop the new entry.
+They must not run while a trainer runs on the directory (a running trainer rewrites the state
+file from its own list and would drop the new entry): the entry point holds the run's trainer
+lock (run_lock) while they run.
 """
 
 import os

@@ -6,6 +6,8 @@ add `model.ckpt-<step>_cov_init` (convert_to_coverage_model) and `model.ckpt-<st
 (restore_best_model) to the train dir.
 """
 
+import gc
+import logging as std_logging
 import os
 import re
 import time
@@ -59,18 +61,44 @@ def resolve(hps, ckpt_path=""):
 
 def restore_weights(model, path):
   """Loads the model's weights (not the optimizer) from `path`; returns the global step."""
-  checkpoint = make_checkpoint(model)
+  step = restore(make_checkpoint(model), path, partial=True)
+  logging.info("Loaded weights from %s (step %d).", path, step)
+  return step
+
+
+def restore(checkpoint, path, partial=False):
+  """Restores `checkpoint` (of make_checkpoint) from `path`, every one of its objects required
+  (`partial`: values of the file that it lacks, such as the optimizer's, are fine); returns the
+  global step. A misfit raises DataError.
+
+  The caller must not hold `checkpoint` if it lets the DataError end the program: a restore that
+  stops midway never returns the status whose expect_partial() quiets TensorFlow's report of the
+  file's values it did not restore, and that report (dozens of "Value in checkpoint could not be
+  found" warnings) is printed when the restore's bookkeeping, reachable from `checkpoint`, is
+  freed; it is freed here, quietly, so that the error is the last thing printed.
+  """
+  status = error = None
   try:
-    checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+    status = checkpoint.restore(path)
+    if partial:
+      status.expect_partial()
+    status.assert_existing_objects_matched()
   except ValueError as e:  # a shape differs
-    raise _misfit(path, e) from e
+    error = _misfit(path, e)
   except AssertionError as e:  # a weight of the model (w_c, p_gen) is not in the checkpoint
     # Its message prints each such variable with all its values; the paths say enough.
     missing = re.findall(r"path=([^,]+),", str(e))
-    raise _misfit(path, f"it lacks {', '.join(missing)}" if missing else e) from e
-  step = int(checkpoint.step.numpy())
-  logging.info("Loaded weights from %s (step %d).", path, step)
-  return step
+    error = _misfit(path, f"it lacks {', '.join(missing)}" if missing else e)
+  if error is None:
+    return int(checkpoint.step.numpy())
+  tf_logger = std_logging.getLogger("tensorflow")
+  disabled, tf_logger.disabled = tf_logger.disabled, True
+  try:
+    del checkpoint, status
+    gc.collect()  # the bookkeeping sits in reference cycles
+  finally:
+    tf_logger.disabled = disabled
+  raise error
 
 
 def _misfit(path, reason):

@@ -6,10 +6,13 @@ import os
 from absl import flags
 
 from pointer_gen.errors import DataError
+from pointer_gen.precision import PRECISIONS
 from pointer_gen.text import TOKENIZERS
 
 MODES = ("train", "eval", "decode", "export")
 CLIP_NORMS = ("original", "true")
+# Beam search's step 0: the original's decode, or training's zero context (issue 17).
+FIRST_STEP_CONTEXTS = ("original", "zeros")
 
 
 def define_flags():
@@ -26,6 +29,11 @@ def define_flags():
                 "whitespace: the data is pre-tokenised (CNN/DM, vietnews); punct: also split "
                 "punctuation off words (raw JSONL text).")
   f.DEFINE_boolean("lowercase", False, "Lower-case text before tokenising (raw JSONL text).")
+  f.DEFINE_string("article_key", "article", "JSONL: the field holding the article (Hugging "
+                  "Face XSum: document; text/summary files: text).")
+  f.DEFINE_string("abstract_key", "", "JSONL: the field holding the summary, a string or a list "
+                  "of sentences (Hugging Face CNN/DM: highlights; XSum: summary). Empty: "
+                  "abstract_sentences if the object has it, else abstract.")
   f.DEFINE_boolean("single_pass", False, "One ordered pass over the data (eval/decode of a "
                    "fixed checkpoint) instead of shuffled batches forever.")
   f.DEFINE_string("log_root", "", "Root directory for all runs. Empty: ./runs")
@@ -71,11 +79,14 @@ def define_flags():
                    "scored per new train checkpoint (the original scores one).")
   f.DEFINE_integer("eval_max_checkpoints", 0, "Eval beside training: stop after scoring this "
                    "many checkpoints; 0 = until stopped (it also stops after scoring the "
-                   "checkpoint of step --num_train_steps, when that is set).")
+                   "checkpoint of step --num_train_steps, by default the trainer's).")
   f.DEFINE_float("eval_poll_secs", 5.0, "Eval beside training: seconds between looks for a new "
                  "train checkpoint.")
   f.DEFINE_integer("max_decode_examples", 0, "Decode at most this many examples; 0 = all "
                    "(single_pass) or until stopped.")
+  f.DEFINE_integer("max_attn_vis_files", 100, "Continuous decode: keep the attention JSON of "
+                   "at most this many newest examples in <run>/decode/attn_vis/ (older ones "
+                   "are deleted); 0 = none, only attn_vis_data.json.")
   f.DEFINE_enum("rouge_tokenizer", "default", ["default", "whitespace"],
                 "default: rouge-score's English tokenizer (keeps only [a-z0-9]); whitespace: "
                 "lower-case and split on spaces, for other languages.")
@@ -84,6 +95,11 @@ def define_flags():
   f.DEFINE_float("length_penalty_alpha", None, "Beam search extra, off by default (the "
                  "original ranks by average log-probability): rank by log-prob / "
                  "((5 + length) / 6) ** alpha (GNMT).")
+  f.DEFINE_enum("first_step_context", "original", list(FIRST_STEP_CONTEXTS), "Beam search's "
+                "step 0 (decode and export). original: as the original's decode, the context "
+                "and, with coverage, one extra coverage term from an attention over the "
+                "encoder's final state; zeros: a zero context and zero coverage, as training's "
+                "step 0.")
   f.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
                 "tf.distribute strategy for training: one device, all local GPUs "
                 "(MirroredStrategy), several machines (MultiWorkerMirroredStrategy, reads "
@@ -93,8 +109,20 @@ def define_flags():
                    "or gradient is NaN/Inf instead of stopping training.")
   f.DEFINE_integer("inject_nonfinite_at_step", 0, "Testing only: make the loss NaN at this "
                    "global step.")
+  f.DEFINE_enum("precision", "float32", list(PRECISIONS), "float32, or mixed_bfloat16: "
+                "matmuls, LSTMs and attention in bfloat16; variables, Adagrad accumulators, "
+                "softmaxes, p_gen, coverage, losses and the clipping norm in float32 "
+                "(checkpoints are the same in both). For train, eval, decode and export; any "
+                "device.")
   f.DEFINE_integer("seed", None, "Random seed for initialisation and data order (default: "
                    "random).")
+
+
+def given_flags(flag_values):
+  """The names of the HParams flags the user set (on the command line or in a --flagfile), as
+  opposed to those left at their defaults, which a run's run_config.json fills in."""
+  return frozenset(f.name for f in dataclasses.fields(HParams)
+                   if f.name in flag_values and flag_values[f.name].present)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +134,8 @@ class HParams:
   data_format: str = "auto"
   tokenizer: str = "whitespace"
   lowercase: bool = False
+  article_key: str = "article"
+  abstract_key: str = ""
   single_pass: bool = False
   log_root: str = ""
   exp_name: str = ""
@@ -139,14 +169,17 @@ class HParams:
   eval_max_checkpoints: int = 0
   eval_poll_secs: float = 5.0
   max_decode_examples: int = 0
+  max_attn_vis_files: int = 100
   rouge_tokenizer: str = "default"
   block_ngram_repeat: int = 0
   length_penalty_alpha: float | None = None
+  first_step_context: str = "original"
   strategy: str = "default"
   tpu: str = ""
   skip_nonfinite_batches: bool = False
   inject_nonfinite_at_step: int = 0
   seed: int | None = None
+  precision: str = "float32"
 
   @classmethod
   def from_flags(cls, flag_values):
@@ -170,16 +203,25 @@ class HParams:
     for name in ("lr", "adagrad_init_acc", "max_grad_norm"):
       if getattr(self, name) <= 0:
         raise DataError(f"--{name}={getattr(self, name)}: must be positive")
+    if self.precision not in PRECISIONS:
+      raise DataError(f"--precision={self.precision}: expected one of {', '.join(PRECISIONS)}")
     if self.clip_norm not in CLIP_NORMS:
       raise DataError(f"--clip_norm={self.clip_norm}: expected one of {', '.join(CLIP_NORMS)}")
     # Only beam search reads min_dec_steps; training with short summaries must not trip on it.
     if self.mode not in ("train", "eval") and not 0 <= self.min_dec_steps <= self.max_dec_steps:
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
                       f"--max_dec_steps={self.max_dec_steps}")
+    if self.first_step_context not in FIRST_STEP_CONTEXTS:
+      raise DataError(f"--first_step_context={self.first_step_context}: expected one of "
+                      f"{', '.join(FIRST_STEP_CONTEXTS)}")
     if self.block_ngram_repeat < 0:
       raise DataError(f"--block_ngram_repeat={self.block_ngram_repeat}: must be >= 0")
     if self.num_train_steps < 0:
       raise DataError(f"--num_train_steps={self.num_train_steps}: must be >= 0")
+    if self.max_attn_vis_files < 0:
+      raise DataError(f"--max_attn_vis_files={self.max_attn_vis_files}: must be >= 0")
+    if not self.article_key:
+      raise DataError("--article_key is empty: give the JSONL field that holds the article")
     if self.eval_max_checkpoints < 0:
       raise DataError(f"--eval_max_checkpoints={self.eval_max_checkpoints}: must be >= 0")
     return self

@@ -1,6 +1,8 @@
 """`--mode=decode`: beam search over articles; single-pass evaluation runs with ROUGE and
 repetition figures, or the original's endless logging of random examples with attention JSON."""
 
+import dataclasses
+import itertools
 import json
 import os
 import re
@@ -12,6 +14,7 @@ import tensorflow as tf
 
 from pointer_gen import beam_search
 from pointer_gen import checkpoints
+from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
@@ -35,58 +38,91 @@ def decode_dir_name(hps, ckpt_path):
           f"{hps.min_dec_steps}mindec_{hps.max_dec_steps}maxdec_ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
+def search_settings(hps, keep_attention=False):
+  """Beam search's constants from the decode flags."""
+  return beam_search.Settings(hps.beam_size, hps.max_dec_steps, hps.min_dec_steps,
+                              keep_attention, hps.block_ngram_repeat, hps.length_penalty_alpha,
+                              hps.first_step_context)
+
+
 def make_search(model, hps, keep_attention=False):
   """The whole beam search for a batch of articles as one compiled function."""
   ids = tf.TensorSpec([None, None], tf.int32)
+  settings = search_settings(hps, keep_attention)
 
   @tf.function(input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                 tf.TensorSpec([], tf.int32)])
   def search(enc_input, enc_len, enc_input_ext, max_oovs):
     return beam_search.beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs,
-                                   hps.beam_size, hps.max_dec_steps, hps.min_dec_steps,
-                                   keep_attention, hps.block_ngram_repeat,
-                                   hps.length_penalty_alpha)
+                                   **dataclasses.asdict(settings))
 
   return search
 
 
 def run_search(search, batch):
+  """The beam search's outputs for each article of `batch`, as numpy, one dict an article."""
   result = search(batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
                   tf.reduce_max(batch["num_oovs"]))
-  return {k: v.numpy() for k, v in result.items()}
+  result = {k: v.numpy() for k, v in result.items()}
+  return [{k: v[n] for k, v in result.items()} for n in range(len(result["length"]))]
 
 
-def _strings(tensor):
-  return [s.decode("utf-8") for s in tensor.numpy()]
+def examples(batches):
+  """The articles of single-pass batches one by one, in data order, as numpy and str values
+  (ids cut to the article's length)."""
+  for batch in batches:
+    values = {k: v.numpy() for k, v in batch.items()}
+    for n in range(len(values["enc_len"])):
+      length, num_oovs = int(values["enc_len"][n]), int(values["num_oovs"][n])
+      yield {
+          "enc_input": values["enc_input"][n, :length],
+          "enc_input_ext": values["enc_input_ext"][n, :length],
+          "num_oovs": num_oovs,
+          "article_oovs": [s.decode("utf-8") for s in values["article_oovs"][n, :num_oovs]],
+          "article": values["article"][n].decode("utf-8"),
+          "abstract": values["abstract"][n].decode("utf-8"),
+      }
 
 
 class Summary:
-  """One decoded example, as words."""
+  """One decoded example, as words: the search's `result` for the article `example`."""
 
-  def __init__(self, vocab, result, batch, n):
-    oovs = _strings(batch["article_oovs"][n])[:int(batch["num_oovs"][n])]
-    length = int(result["length"][n])
-    ids = [int(i) for i in result["tokens"][n, :length]]
+  def __init__(self, vocab, result, example):
+    oovs = example["article_oovs"]
+    length = int(result["length"])
+    ids = [int(i) for i in result["tokens"][:length]]
     words = vocab.outputids2words(ids, oovs)
     if vocab_lib.STOP in words:
       words = words[:words.index(vocab_lib.STOP)]
     self.words = words
     self.oovs = set(oovs)
     self.num_steps = length
-    self.p_gens = result["p_gens"][n, :length]
-    self.attn = result["attn"][n, :length, :int(batch["enc_len"][n])] if "attn" in result else None
+    self.p_gens = result["p_gens"][:length]
+    self.attn = (result["attn"][:length, :len(example["enc_input"])] if "attn" in result
+                 else None)
     self.sentences = metrics.sentences_from_words(words)
-    self.reference = [s for s in batch["abstract"][n].numpy().decode("utf-8").split("\n")
-                      if s.strip()]
-    self.article = batch["article"][n].numpy().decode("utf-8")
+    self.reference = [s for s in example["abstract"].split("\n") if s.strip()]
+    self.article = example["article"]
 
 
-def _progress(done, total, start, first_done):
-  elapsed = time.time() - start
-  rate = (done - first_done) / elapsed if elapsed > 0 else 0.0
-  left = max(total - done, 0)
-  eta = f"{left / rate:.0f}s" if rate > 0 else "?"
-  logging.info("Decoded %d/%d articles, %.2f articles/s, ETA %s", done, total, rate, eta)
+class Progress:
+  """The "Decoded k/n articles" line. The rate and ETA are measured from the end of the first
+  batch: that batch also traces and compiles the search, which would make the first ETAs far
+  too long."""
+
+  def __init__(self, total, clock=time.monotonic):
+    self.total, self.clock = total, clock
+    self.mark = None  # (time, done) at the end of the first batch
+
+  def line(self, done):
+    now = self.clock()
+    if self.mark is None:
+      self.mark = (now, done)
+      return f"Decoded {done}/{self.total} articles (the first batch includes compiling)"
+    seconds, articles = now - self.mark[0], done - self.mark[1]
+    rate = articles / seconds if seconds > 0 else 0.0
+    eta = f"{max(self.total - done, 0) / rate:.0f}s" if rate > 0 else "?"
+    return f"Decoded {done}/{self.total} articles, {rate:.2f} articles/s, ETA {eta}"
 
 
 class SinglePassDecoder:
@@ -130,35 +166,34 @@ class SinglePassDecoder:
     if done:
       logging.info("Resuming the decode in %s after %d examples.", self.dir, done)
     source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True,
-                               skip=done)
+                               skip=done, **data.json_fields(self.hps))
     total = source.num_records
     if self.hps.max_decode_examples:
       total = min(total, self.hps.max_decode_examples)
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab), self.hps)
-    search = make_search(self.model, self.hps)
-    start, first_done = time.time(), done
+    # --batch_size searches side by side; each slot takes the next article as soon as its
+    # search ends (continuous batching), and results come back in data order.
+    decoder = continuous_batching.SlotDecoder(self.model, search_settings(self.hps),
+                                              self.hps.batch_size, self.hps.max_enc_steps)
+    articles = itertools.islice(examples(dataset), max(total - done, 0))
+    progress, first_done = Progress(total), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
-      for batch in dataset:
+      for example, result in decoder.decode(articles):
         if stopping.requested():
           break
-        result = run_search(search, batch)
-        for n in range(len(result["length"])):
-          if done >= total:
-            break
-          summary = Summary(self.vocab, result, batch, n)
-          # The log line goes before the decoded file, whose presence marks the example done:
-          # a kill between the two then leaves a surplus line (dropped on resume), never a
-          # decoded example without its line (which the resume refuses).
-          with stopping.critical():
-            log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
-                                  "steps": summary.num_steps}) + "\n")
-            log.flush()
-            self._write_example(done, summary)
-          per_example.append(float(np.mean(summary.p_gens)))
-          done += 1
-        _progress(done, total, start, first_done)
-        if done >= total:
-          break
+        summary = Summary(self.vocab, result, example)
+        # The log line goes before the decoded file, whose presence marks the example done:
+        # a kill between the two then leaves a surplus line (dropped on resume), never a
+        # decoded example without its line (which the resume refuses).
+        with stopping.critical():
+          log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
+                                "steps": summary.num_steps}) + "\n")
+          log.flush()
+          self._write_example(done, summary)
+        per_example.append(float(np.mean(summary.p_gens)))
+        done += 1
+        if (done - first_done) % self.hps.batch_size == 0 or done == total:
+          logging.info("%s", progress.line(done))
     if done < total and stopping.requested():
       return None  # the same command resumes after the `done` examples written
     source.raise_if_failed()
@@ -196,10 +231,9 @@ class SinglePassDecoder:
     for i in range(count):
       decoded.append(_read_lines(os.path.join(self.dec_dir, f"{i:06d}_decoded.txt")))
       references.append(_read_lines(os.path.join(self.ref_dir, f"{i:06d}_reference.txt")))
-    articles = self._article_tokens(count)
     rouge = metrics.rouge(decoded, references, tokenizer=self.hps.rouge_tokenizer)
-    ngrams = metrics.ngram_stats([" ".join(d).split() for d in decoded],
-                                 [" ".join(r).split() for r in references], articles)
+    ngrams = ngram_figures(decoded, references, self._articles(count), self.hps.tokenizer,
+                           self.hps.lowercase)
     result = {
         "num_examples": count,
         "rouge": {k: v for k, v in rouge.items() if k != "per_example"},
@@ -209,27 +243,59 @@ class SinglePassDecoder:
         "flags": {k: getattr(self.hps, k) for k in (
             "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
             "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
-            "length_penalty_alpha")},
+            "length_penalty_alpha", "precision", "first_step_context",
+            # The run's settings as used (from run_config.json when not given).
+            "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer", "lowercase",
+            "data_format", "article_key", "abstract_key")},
     }
     metrics.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                               metrics.rouge_results_text(rouge))
     # Written last: its presence marks the decode as finished.
     metrics.write_text_atomic(os.path.join(self.dir, "metrics.json"),
                               json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    logging.info("ROUGE and repetition figures for %d examples written to %s", count, self.dir)
+    print(final_report(result, self.dir))
     return result
 
-  def _article_tokens(self, count):
-    """The articles of the first `count` examples, tokenised as the model saw them."""
-    source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True)
+  def _articles(self, count):
+    """The articles of the first `count` examples, as in the data."""
+    source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True,
+                               **data.json_fields(self.hps))
     articles = []
     for article, _ in source():
       if len(articles) == count:
         break
       articles.append(article)
-    tokens = text.tokenize(tf.constant(articles, tf.string) if articles else
-                           tf.zeros([0], tf.string), self.hps.tokenizer, self.hps.lowercase)
-    return [[t.decode("utf-8") for t in row] for row in tokens.to_list()]
+    return articles
+
+
+def ngram_figures(decoded, references, articles, tokenizer, lowercase):
+  """metrics.ngram_stats of decoded and reference summaries (lists of sentence lines) against
+  the articles (strings), all three tokenised as the model saw the article: references split on
+  raw whitespace would keep case and punctuation that the decoded words and article lack, and
+  count as novel what was copied."""
+
+  def tokens(texts):
+    ragged = text.tokenize(tf.constant(texts, tf.string) if texts else tf.zeros([0], tf.string),
+                           tokenizer, lowercase)  # [N, (tokens)]
+    return [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
+
+  return metrics.ngram_stats(tokens([" ".join(d) for d in decoded]),
+                             tokens([" ".join(r) for r in references]), tokens(articles))
+
+
+def final_report(result, directory):
+  """The lines single-pass decode prints at its end: ROUGE F with intervals and repetition."""
+  lines = [f"ROUGE and repetition figures for {result['num_examples']} examples in "
+           f"{os.path.abspath(directory)} (metrics.json):"]
+  for key, name in (("rouge_1", "ROUGE-1"), ("rouge_2", "ROUGE-2"), ("rouge_l", "ROUGE-L")):
+    f_score = result["rouge"][key]["f_score"]
+    lines.append(f"  {name} F {f_score['mid']:.4f} (95% interval {f_score['low']:.4f}-"
+                 f"{f_score['high']:.4f})")
+  duplicates = {side: result["ngrams"][side]["duplicate_ngrams_pct"]["3"]
+                for side in ("decoded", "reference")}
+  lines.append(f"  duplicate 3-grams: decoded {duplicates['decoded']:.2f}%, reference "
+               f"{duplicates['reference']:.2f}%")
+  return "\n".join(lines)
 
 
 def _read_lines(path):
@@ -249,10 +315,20 @@ class ContinuousDecoder:
     self.hps, self.vocab, self.model = hps, vocab, model
     self.ckpt_path = ckpt_path
     self.dir = os.path.join(hps.run_dir, "decode")
+    self.vis_dir = os.path.join(self.dir, "attn_vis")
+
+  def _vis_files(self):
+    """The attn_vis/NNNNNN.json files present as (index, name), oldest (lowest) first."""
+    found = (re.fullmatch(r"(\d+)\.json", n) for n in os.listdir(self.vis_dir))
+    return sorted((int(m.group(1)), m.group(0)) for m in found if m)
 
   def run(self):
-    make_output_dir(os.path.join(self.dir, "attn_vis"))
-    source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed)
+    make_output_dir(self.vis_dir)
+    # Numbering goes on after an earlier run's files, so that the newest have the highest.
+    earlier = self._vis_files()
+    index = earlier[-1][0] + 1 if earlier else 0
+    source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed,
+                               **data.json_fields(self.hps))
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab),
                                 self.hps.replace(single_pass=False), batch_size=1)
     search = make_search(self.model, self.hps, keep_attention=True)
@@ -261,13 +337,16 @@ class ContinuousDecoder:
     for batch in dataset:
       if stopping.requested():
         break
-      summary = Summary(self.vocab, run_search(search, batch), batch, 0)
+      (example,) = examples([batch])
+      (result,) = run_search(search, batch)
+      summary = Summary(self.vocab, result, example)
       article_words = summary.article.split()[:self.hps.max_enc_steps]
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
       logging.info("REFERENCE SUMMARY: %s", " ".join(summary.reference))
       logging.info("GENERATED SUMMARY: %s", _marked(summary.words, summary.oovs))
       with stopping.critical():
-        self._write_attention(count, batch, summary)
+        self._write_attention(index, example, summary)
+      index += 1
       count += 1
       if self.hps.max_decode_examples and count >= self.hps.max_decode_examples:
         break
@@ -285,10 +364,10 @@ class ContinuousDecoder:
       except tf.errors.OpError as e:
         logging.warning("Could not load %s (%s); keeping %s", newest, e, self.ckpt_path)
 
-  def _write_attention(self, index, batch, summary):
-    tokens = text.tokenize(batch["article"][0], self.hps.tokenizer, self.hps.lowercase)
+  def _write_attention(self, index, example, summary):
+    tokens = text.tokenize(example["article"], self.hps.tokenizer, self.hps.lowercase)
     article = [t.decode("utf-8") for t in tokens.numpy()[:self.hps.max_enc_steps]]
-    oovs = set(_strings(batch["article_oovs"][0]))
+    oovs = set(example["article_oovs"])
     record = {
         "article_lst": [f"__{w}__" if w in oovs else w for w in article],
         "decoded_lst": [f"__{w}__" if w in summary.oovs else w for w in summary.words],
@@ -298,8 +377,13 @@ class ContinuousDecoder:
     if self.model.pointer_gen:
       record["p_gens"] = summary.p_gens[:len(summary.words)].tolist()
     payload = json.dumps(record, ensure_ascii=False)
-    metrics.write_text_atomic(os.path.join(self.dir, "attn_vis", f"{index:06d}.json"), payload)
+    if self.hps.max_attn_vis_files:
+      metrics.write_text_atomic(os.path.join(self.vis_dir, f"{index:06d}.json"), payload)
     metrics.write_text_atomic(os.path.join(self.dir, "attn_vis_data.json"), payload)
+    # --max_attn_vis_files newest kept: a decode left running otherwise fills the disk.
+    files = self._vis_files()
+    for _, name in files[:max(len(files) - self.hps.max_attn_vis_files, 0)]:
+      os.remove(os.path.join(self.vis_dir, name))
 
 
 def run(hps, vocab):

@@ -358,6 +358,11 @@ def _paths(out_dir):
   return paths
 
 
+def demo_vocab_path(out_dir):
+  """Where the demo corpus in `out_dir` keeps (or will keep) its vocab."""
+  return _paths(out_dir)["vocab"]
+
+
 def generate_demo_corpus(out_dir, seed=0, num_train=2000, num_val=200, num_test=200):
   """Writes the demo corpus (chunked .bin splits and the train vocab) into `out_dir`.
 

@@ -12,6 +12,7 @@ With --single_pass: one checkpoint over the whole data set, in order, into
 import collections
 import json
 import os
+import time
 
 from absl import logging
 import numpy as np
@@ -22,6 +23,7 @@ from pointer_gen import data
 from pointer_gen import losses
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
+from pointer_gen import run_config
 from pointer_gen import stopping
 from pointer_gen import summaries
 from pointer_gen.errors import DataError
@@ -29,6 +31,9 @@ from pointer_gen.errors import make_output_dir
 
 RUNNING_AVG_DECAY = 0.99
 RUNNING_AVG_CAP = 12.0
+# Eval may start a little before its trainer has made the train dir; after this, a missing one
+# is a wrong --log_root/--exp_name.
+TRAIN_DIR_WAIT_SECS = 120.0
 
 METRIC_DEFINITIONS = {
     "mean_nll_per_example": "each example's NLL averaged over its target tokens, then averaged "
@@ -83,10 +88,12 @@ class ConcurrentEvaluator:
 
   def __init__(self, hps, vocab):
     self.hps = hps
+    wait_for_train_dir(hps)
     self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
     self.score = make_score_fn(self.model, hps, len(vocab))
     self.selector = BestModelSelector()
-    self.source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed)
+    self.source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed,
+                                    **data.json_fields(hps))
     self.dataset = data.make_dataset(self.source, vocab.lookup_table(), len(vocab), hps)
     # Model and step only: the best model is for decoding or for restore_best_model, which
     # gives it a fresh optimizer.
@@ -101,7 +108,8 @@ class ConcurrentEvaluator:
 
   def run(self):
     """Scores each new train checkpoint until Ctrl-C, SIGTERM, --eval_max_checkpoints or the
-    checkpoint of step --num_train_steps; returns the number scored."""
+    checkpoint of step --num_train_steps (default: the trainer's, from run_config.json);
+    returns the number scored."""
     hps = self.hps
     writer = tf.summary.create_file_writer(hps.eval_dir)
     # Kept until the evaluator goes: tearing it down waits for the input pipeline's threads.
@@ -120,9 +128,11 @@ class ConcurrentEvaluator:
             continue  # a checkpoint deleted under us; or a stop, which ends the loop
           self._score_checkpoint(step, batches, writer)
           self.num_scored += 1
-          if hps.num_train_steps and step >= hps.num_train_steps:
-            logging.info("Scored the checkpoint of step %d (--num_train_steps=%d); stopping.",
-                         step, hps.num_train_steps)
+          # The trainer records where it stops (it may have been restarted with another value).
+          final_step = hps.num_train_steps or run_config.recorded_num_train_steps(hps.run_dir)
+          if final_step and step >= final_step:
+            logging.info("Scored the checkpoint of step %d, where training stops "
+                         "(num_train_steps=%d); stopping.", step, final_step)
             break
       finally:
         with stopping.critical():
@@ -197,6 +207,25 @@ class ConcurrentEvaluator:
                    path)
 
 
+def wait_for_train_dir(hps):
+  """Returns once <run>/train exists or a stop is requested; raises DataError naming it after
+  TRAIN_DIR_WAIT_SECS.
+
+  A new trainer records its run_config.json before it makes the train dir, so after this an eval
+  started beside it finds the run's settings."""
+  deadline = time.time() + TRAIN_DIR_WAIT_SECS
+  if not os.path.isdir(hps.train_dir):
+    logging.info("Waiting for a checkpoint in %s (the trainer has not created it yet; giving up "
+                 "after %g s).", hps.train_dir, TRAIN_DIR_WAIT_SECS)
+  while not os.path.isdir(hps.train_dir):
+    if time.time() >= deadline:
+      raise DataError(f"{hps.train_dir} does not exist (waited {TRAIN_DIR_WAIT_SECS:g} s): no "
+                      "trainer runs in this run directory; check --log_root and --exp_name, or "
+                      "start --mode=train first")
+    if stopping.wait(min(hps.eval_poll_secs, 1.0)):
+      return
+
+
 def run_single_pass(hps, vocab):
   """Scores one checkpoint (--ckpt_path or the newest) on the whole data set once, in order.
 
@@ -207,7 +236,8 @@ def run_single_pass(hps, vocab):
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   step = checkpoints.restore_weights(model, ckpt_path)
   score = make_score_fn(model, hps, len(vocab))
-  source = data.RecordSource(hps.data_path, hps.data_format, single_pass=True)
+  source = data.RecordSource(hps.data_path, hps.data_format, single_pass=True,
+                             **data.json_fields(hps))
   dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab),
                               hps.replace(single_pass=True))
   # Sums over the data set in float64, so that the means do not depend on the batching.
@@ -228,6 +258,7 @@ def run_single_pass(hps, vocab):
       "checkpoint": ckpt_path,
       "step": step,
       "data_path": hps.data_path,
+      "precision": hps.precision,
       "num_examples": num_examples,
       "num_target_tokens": int(totals["tokens"]),
       "mean_nll_per_example": totals["nll"] / num_examples,

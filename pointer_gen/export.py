@@ -30,6 +30,7 @@ Signatures:
   settings         () -> the decode settings recorded at export (also in
                    assets.extra/pointer_gen_export.json).
 
+Input of any other shape than [B] (a scalar string) is an InvalidArgumentError saying so.
 An article without tokens (empty or whitespace only) gets summary "", no tokens, log_prob 0 and
 p_gen_mean 0. Invalid UTF-8 bytes (possible through gRPC or Python; JSON cannot carry them)
 become U+FFFD before tokenisation, so every output string is valid UTF-8.
@@ -53,6 +54,9 @@ from pointer_gen.errors import DataError
 VOCAB_ASSET = "vocab.txt"
 SETTINGS_FILE = "pointer_gen_export.json"
 SOURCES = ("train", "best")
+# No quotes: the Assert op prints its message with quotes backslash-escaped.
+ARTICLE_SHAPE_ERROR = ("the serving input article must be a 1-D batch of strings, shape "
+                       "[batch]; put a single article in a list of one")
 
 _WHOLE_LINE = tf.lookup.TextFileIndex.WHOLE_LINE
 _LINE_NUMBER = tf.lookup.TextFileIndex.LINE_NUMBER
@@ -90,12 +94,14 @@ class Summarizer(tf.Module):
     self._hps = hps
     self._settings = tuple(settings.items())
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="article")])
+  # Any shape: a SavedModel signature does not check the shape it is given, so a scalar would
+  # reach the graph anyway and fail deep inside it; _batch checks it at run time instead.
+  @tf.function(input_signature=[tf.TensorSpec(None, tf.string, name="article")])
   def summarize(self, article):
     outputs = self._summarize(article, keep_attention=False)
     return {k: outputs[k] for k in ("summary", "tokens", "log_prob", "p_gen_mean")}
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="article")])
+  @tf.function(input_signature=[tf.TensorSpec(None, tf.string, name="article")])
   def attention(self, article):
     return self._summarize(article, keep_attention=True)
 
@@ -108,9 +114,19 @@ class Summarizer(tf.Module):
     return data.article_features(article, self.word_to_id, self.model.vocab_size,
                                  hps.max_enc_steps, hps.pointer_gen, hps.tokenizer, hps.lowercase)
 
+  @staticmethod
+  def _batch(article):
+    """`article` as a [B] tensor, or an InvalidArgumentError saying what the input must be."""
+    check = tf.debugging.assert_rank(article, 1, message=ARTICLE_SHAPE_ERROR)
+    with tf.control_dependencies([check]):
+      article = tf.identity(article)
+    article.set_shape([None])
+    return article
+
   def _summarize(self, article, keep_attention):
     hps = self._hps
     vocab_size = self.model.vocab_size
+    article = self._batch(article)  # [B]
     # Outputs must be valid UTF-8 (REST responses are JSON); valid text passes unchanged.
     article = tf.strings.unicode_transcode(article, "UTF-8", "UTF-8", errors="replace")  # [B]
     ragged = {name: tf.RaggedTensorSpec([None], dtype, ragged_rank=0)
@@ -132,7 +148,7 @@ class Summarizer(tf.Module):
     result = beam_search.beam_search(
         self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext, max_oovs, hps.beam_size,
         hps.max_dec_steps, hps.min_dec_steps, keep_attention, hps.block_ngram_repeat,
-        hps.length_penalty_alpha)
+        hps.length_penalty_alpha, hps.first_step_context)
 
     ids = result["tokens"]  # [B, T] extended ids, [STOP] included if generated, [PAD] after
     generated = tf.range(hps.max_dec_steps)[None, :] < result["length"][:, None]  # [B, T]
@@ -180,12 +196,14 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
       # Named so that "off" needs no sentinel value: the original ranks by average log-prob.
       "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
       "length_penalty_alpha": 0.0 if alpha is None else float(alpha),
+      "first_step_context": hps.first_step_context,
       "tokenizer": hps.tokenizer,
       "lowercase": hps.lowercase,
       "pointer_gen": hps.pointer_gen,
       "coverage": hps.coverage,
       "hidden_dim": hps.hidden_dim,
       "emb_dim": hps.emb_dim,
+      "precision": hps.precision,
       "checkpoint": ckpt_path,
       "step": step,
   }

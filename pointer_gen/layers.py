@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from pointer_gen.precision import OUTPUT_DTYPE
+
 
 def _uniform(magnitude):
   return keras.initializers.RandomUniform(-magnitude, magnitude)
@@ -19,7 +21,8 @@ class Encoder(keras.layers.Layer):
   The weights are two Keras LSTMCells (gates i, f, c, o), but the recurrence is run here: each
   direction's input projections for every position are one matmul before its loop, and each
   step does one recurrent matmul. Outputs at padding positions are zero, as TF1's
-  bidirectional_dynamic_rnn.
+  bidirectional_dynamic_rnn. The cells share this layer's dtype policy: under mixed_bfloat16 the
+  recurrence runs in bfloat16 on the float32 weights cast inside this layer's call.
   """
 
   def __init__(self, hidden_dim, rand_unif_init_mag=0.02, **kwargs):
@@ -32,7 +35,8 @@ class Encoder(keras.layers.Layer):
       # run time; the gradients of a trained bias and of a bias plus a constant are the same.
       return keras.layers.LSTMCell(
           hidden_dim, kernel_initializer=_uniform(rand_unif_init_mag),
-          recurrent_initializer=_uniform(rand_unif_init_mag), unit_forget_bias=True, name=name)
+          recurrent_initializer=_uniform(rand_unif_init_mag), unit_forget_bias=True, name=name,
+          dtype=self.dtype_policy)
 
     self.fw_cell = cell("fw")
     self.bw_cell = cell("bw")
@@ -234,8 +238,10 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     super().__init__(**kwargs)
     self.units = units
     self.use_coverage = use_coverage
-    self.memory_layer = keras.layers.Dense(units, use_bias=False, name="W_h")
-    self.query_layer = keras.layers.Dense(units, use_bias=True, name="W_s")
+    self.memory_layer = keras.layers.Dense(units, use_bias=False, name="W_h",
+                                           dtype=self.dtype_policy)
+    self.query_layer = keras.layers.Dense(units, use_bias=True, name="W_s",
+                                          dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
     self.memory_layer.build((None, None, self.units))
@@ -253,7 +259,9 @@ class BahdanauCoverageAttention(keras.layers.Layer):
   def call(self, query, memory_features, encoder_states, encoder_mask, coverage=None):
     """query [B, 2H] = [c; h]; features/states [B, L, 2H]; mask, coverage [B, L].
 
-    Returns context [B, 2H] and the attention distribution [B, L].
+    Returns context [B, 2H] in the compute dtype and the attention distribution [B, L] in
+    float32 (precision.OUTPUT_DTYPE): the scores and the context are bfloat16 under
+    mixed_bfloat16 (the layer casts its inputs and weights), the softmax is not.
     """
     query_features = self.query_layer(query)  # [B, units]
     v = tf.convert_to_tensor(self.v)  # [units]
@@ -263,9 +271,10 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     else:
       scores = attention_scores(memory_features, query_features, v)  # [B, L]
     # As the original: softmax over every position, zero the padding, renormalise.
-    attn = tf.nn.softmax(scores) * encoder_mask  # [B, L]
+    attn = (tf.nn.softmax(tf.cast(scores, OUTPUT_DTYPE))
+            * tf.cast(encoder_mask, OUTPUT_DTYPE))  # [B, L]
     attn /= tf.reduce_sum(attn, axis=1, keepdims=True)  # [B, L]
-    context = attention_context(attn, encoder_states)  # [B, 2H]
+    context = attention_context(tf.cast(attn, encoder_states.dtype), encoder_states)  # [B, 2H]
     return context, attn
 
   def get_config(self):
@@ -275,10 +284,17 @@ class BahdanauCoverageAttention(keras.layers.Layer):
 @keras.saving.register_keras_serializable("pointer_gen")
 class PointerGeneratorCell(keras.layers.Layer):
   """One decoder step: input feeding, LSTM, attention (with coverage), p_gen; plus the output
-  projection to the vocabulary, applied to many steps at once after the decoder loop."""
+  projection to the vocabulary, applied to many steps at once after the decoder loop.
+
+  The sub-layers share this layer's dtype policy and cast their own inputs and weights; this
+  layer itself does not autocast its inputs, so that the coverage in the state stays float32
+  (it sums up to max_dec_steps attention distributions; bfloat16 would round each sum to 3
+  significant digits). p_gen, the attention and the vocabulary logits come out in float32.
+  """
 
   def __init__(self, vocab_size, emb_dim, hidden_dim, pointer_gen=True, coverage=False,
                rand_unif_init_mag=0.02, trunc_norm_init_std=1e-4, **kwargs):
+    kwargs["autocast"] = False
     super().__init__(**kwargs)
     self.vocab_size = vocab_size
     self.emb_dim = emb_dim
@@ -287,17 +303,20 @@ class PointerGeneratorCell(keras.layers.Layer):
     self.coverage = coverage
     self.rand_unif_init_mag = rand_unif_init_mag
     self.trunc_norm_init_std = trunc_norm_init_std
-    self.attention = BahdanauCoverageAttention(2 * hidden_dim, coverage, name="attention")
-    self.input_projection = keras.layers.Dense(emb_dim, name="input_projection")
+    policy = self.dtype_policy
+    self.attention = BahdanauCoverageAttention(2 * hidden_dim, coverage, name="attention",
+                                               dtype=policy)
+    self.input_projection = keras.layers.Dense(emb_dim, name="input_projection", dtype=policy)
     self.lstm_cell = keras.layers.LSTMCell(
         hidden_dim, kernel_initializer=_uniform(rand_unif_init_mag),
         recurrent_initializer=_uniform(rand_unif_init_mag), unit_forget_bias=True,
-        name="lstm_cell")
-    self.p_gen_layer = keras.layers.Dense(1, name="p_gen") if pointer_gen else None
-    self.output_hidden = keras.layers.Dense(hidden_dim, name="output_hidden")
+        name="lstm_cell", dtype=policy)
+    self.p_gen_layer = keras.layers.Dense(1, name="p_gen", dtype=policy) if pointer_gen else None
+    self.output_hidden = keras.layers.Dense(hidden_dim, name="output_hidden", dtype=policy)
     self.vocab_projection = keras.layers.Dense(
         vocab_size, kernel_initializer=_trunc_normal(trunc_norm_init_std),
-        bias_initializer=_trunc_normal(trunc_norm_init_std), name="vocab_projection")
+        bias_initializer=_trunc_normal(trunc_norm_init_std), name="vocab_projection",
+        dtype=policy)
 
   def build(self, input_shape=None):
     h, e = self.hidden_dim, self.emb_dim
@@ -314,8 +333,10 @@ class PointerGeneratorCell(keras.layers.Layer):
     """One step of teacher forcing or beam search.
 
     embedded_input [B, E]: embedding of the previous word.
-    state: (c, h) [B, H] each, previous context [B, 2H], coverage [B, L] (zeros if unused).
-    Returns (h [B, H], context [B, 2H], attn [B, L], p_gen [B] or None) and the new state.
+    state: (c, h) [B, H] each, previous context [B, 2H] (all three in the compute dtype),
+    coverage [B, L] float32 (zeros if unused).
+    Returns (h [B, H], context [B, 2H], attn [B, L] float32, p_gen [B] float32 or None) and
+    the new state.
     """
     c, h, context, coverage = state
     x = self.input_projection(tf.concat([embedded_input, context], axis=1))  # [B, E]
@@ -324,7 +345,8 @@ class PointerGeneratorCell(keras.layers.Layer):
                                    encoder_mask, coverage)  # [B, 2H], [B, L]
     p_gen = None
     if self.p_gen_layer is not None:
-      p_gen = tf.sigmoid(self.p_gen_layer(tf.concat([context, c, h, x], axis=1)))[:, 0]  # [B]
+      p_gen_logit = self.p_gen_layer(tf.concat([context, c, h, x], axis=1))  # [B, 1]
+      p_gen = tf.sigmoid(tf.cast(p_gen_logit, OUTPUT_DTYPE))[:, 0]  # [B]
     return (h, context, attn, p_gen), (c, h, context, coverage + attn)
 
   def initial_attention(self, state, memory_features, encoder_states, encoder_mask):
@@ -338,9 +360,10 @@ class PointerGeneratorCell(keras.layers.Layer):
     return c, h, context, coverage
 
   def vocab_logits(self, outputs, contexts):
-    """outputs [..., H], contexts [..., 2H] -> logits over the fixed vocabulary [..., V]."""
+    """outputs [..., H], contexts [..., 2H] -> logits over the fixed vocabulary [..., V], in
+    float32: the softmax over them runs in float32 in every precision."""
     hidden = self.output_hidden(tf.concat([outputs, contexts], axis=-1))  # [..., H]
-    return self.vocab_projection(hidden)  # [..., V]
+    return tf.cast(self.vocab_projection(hidden), OUTPUT_DTYPE)  # [..., V]
 
   def get_config(self):
     return {**super().get_config(), "vocab_size": self.vocab_size, "emb_dim": self.emb_dim,

@@ -4,11 +4,17 @@ import keras
 import tensorflow as tf
 
 from pointer_gen import layers
+from pointer_gen import precision
 
 
 @keras.saving.register_keras_serializable("pointer_gen")
 class PointerGenerator(keras.Model):
-  """Teacher-forced forward pass for training and eval; the pieces beam search needs."""
+  """Teacher-forced forward pass for training and eval; the pieces beam search needs.
+
+  `dtype` is the Keras dtype policy (precision.policy): every sub-layer is built with it, so
+  under mixed_bfloat16 the variables are float32 and the computation bfloat16 (see
+  precision.py for what stays float32).
+  """
 
   def __init__(self, vocab_size, emb_dim=128, hidden_dim=256, pointer_gen=True, coverage=False,
                rand_unif_init_mag=0.02, trunc_norm_init_std=1e-4, **kwargs):
@@ -20,20 +26,25 @@ class PointerGenerator(keras.Model):
     self.coverage = coverage
     self.rand_unif_init_mag = rand_unif_init_mag
     self.trunc_norm_init_std = trunc_norm_init_std
+    policy = self.dtype_policy
+    # The embedding looks rows up in float32 and casts them: its gradient stays float32
+    # per-token rows (IndexedSlices), which --clip_norm=original's norm counts.
     self.embedding = keras.layers.Embedding(
         vocab_size, emb_dim,
         embeddings_initializer=keras.initializers.TruncatedNormal(stddev=trunc_norm_init_std),
-        name="embedding")
-    self.encoder = layers.Encoder(hidden_dim, rand_unif_init_mag, name="encoder")
-    self.reduce_state = layers.ReduceState(hidden_dim, trunc_norm_init_std, name="reduce_state")
+        name="embedding", dtype=policy)
+    self.encoder = layers.Encoder(hidden_dim, rand_unif_init_mag, name="encoder", dtype=policy)
+    self.reduce_state = layers.ReduceState(hidden_dim, trunc_norm_init_std, name="reduce_state",
+                                           dtype=policy)
     self.cell = layers.PointerGeneratorCell(
         vocab_size, emb_dim, hidden_dim, pointer_gen, coverage, rand_unif_init_mag,
-        trunc_norm_init_std, name="decoder")
+        trunc_norm_init_std, name="decoder", dtype=policy)
 
   @classmethod
   def from_hparams(cls, hps, vocab_size):
     model = cls(vocab_size, hps.emb_dim, hps.hidden_dim, hps.pointer_gen, hps.coverage,
-                hps.rand_unif_init_mag, hps.trunc_norm_init_std)
+                hps.rand_unif_init_mag, hps.trunc_norm_init_std,
+                dtype=precision.policy(hps.precision))
     model.build_all()
     return model
 
@@ -46,7 +57,10 @@ class PointerGenerator(keras.Model):
     self.built = True
 
   def encode(self, enc_input, enc_len, for_xla=False):
-    """enc_input [B, L] ids -> encoder states, their W_h features, mask, initial decoder state."""
+    """enc_input [B, L] ids -> encoder states, their W_h features, mask, initial decoder state.
+
+    States, features, mask, c, h and context are in the compute dtype; the coverage is float32.
+    """
     length = tf.shape(enc_input)[1]
     mask = tf.sequence_mask(enc_len, length)  # [B, L] bool
     embedded = self.embedding(enc_input)  # [B, L, E]
@@ -55,14 +69,15 @@ class PointerGenerator(keras.Model):
     c, h = self.reduce_state(fw_state, bw_state)  # [B, H] each
     batch = tf.shape(enc_input)[0]
     context = tf.zeros([batch, 2 * self.hidden_dim], states.dtype)  # [B, 2H]
-    coverage = tf.zeros([batch, length], states.dtype)  # [B, L]
+    coverage = tf.zeros([batch, length], precision.OUTPUT_DTYPE)  # [B, L]
     mask = tf.cast(mask, states.dtype)  # [B, L]
     return states, features, mask, (c, h, context, coverage)
 
   def call(self, batch, real_steps_only=False, for_xla=False):
     """Teacher forcing over `dec_input`; the vocabulary projection runs once, after the loop.
 
-    Returns vocab_logits [B, T, V], attn [B, T, L], p_gen [B, T] (pointer mode). With
+    Returns vocab_logits [B, T, V], attn [B, T, L], p_gen [B, T] (pointer mode), all float32
+    in every precision (the losses are computed in float32). With
     real_steps_only, the projection (the costliest part of training) skips the padding steps:
     real_positions [R, 2] (batch, step) of the R real steps and real_vocab_logits [R, V]
     replace vocab_logits. for_xla bounds the loops, as XLA requires (it slows the plain graph).
@@ -84,8 +99,11 @@ class PointerGenerator(keras.Model):
         p_gen_ta = p_gen_ta.write(t, p_gen)
       return t + 1, state, outputs_ta, contexts_ta, attn_ta, p_gen_ta
 
-    dtype = states.dtype
-    arrays = [tf.TensorArray(dtype, size=steps) for _ in range(4)]
+    # Decoder outputs and contexts in the compute dtype (the projection's inputs); attention and
+    # p_gen in float32.
+    arrays = [tf.TensorArray(dtype, size=steps)
+              for dtype in (states.dtype, states.dtype, precision.OUTPUT_DTYPE,
+                            precision.OUTPUT_DTYPE)]
     _, _, outputs_ta, contexts_ta, attn_ta, p_gen_ta = tf.while_loop(
         lambda t, *_: t < steps, body, [tf.constant(0), state] + arrays,
         maximum_iterations=steps if for_xla else None)

@@ -2,7 +2,9 @@
 
 `.bin` is the original's format (reference §1.1): records of an 8-byte little-endian signed length
 followed by that many bytes of a serialized `tf.train.Example` with `article` and `abstract` bytes
-features. JSONL holds one object per line with `article` and `abstract_sentences` (or `abstract`).
+features. JSONL holds one object per line with `article` and `abstract_sentences` (or `abstract`);
+other field names (Hugging Face's `highlights`, `document`, `summary`, ...) are chosen with
+`article_key` and `abstract_key` (the --article_key and --abstract_key flags).
 
 A record whose framing is broken raises `DataError`, because nothing after it can be located
 reliably. A record that is framed correctly but unusable is skipped, counted and logged, so that
@@ -29,6 +31,10 @@ from pointer_gen.vocab import SENTENCE_END, SENTENCE_START
 FORMATS = ("bin", "jsonl")
 _EXTENSIONS = {".bin": "bin", ".jsonl": "jsonl", ".jl": "jsonl", ".json": "jsonl"}
 _LENGTH = struct.Struct("<q")
+ARTICLE_KEY = "article"
+# The default abstract_key: `abstract_sentences` (a list of strings) when the object has it,
+# else `abstract` (a string).
+DEFAULT_ABSTRACT_KEY = ""
 # Enough warnings to show what is wrong without flooding the log when a whole file is bad.
 MAX_LOGGED_PER_REASON = 20
 
@@ -227,7 +233,9 @@ def _json_object(raw, index):
   return obj
 
 
-def _json_abstract(obj, index):
+def _json_abstract(obj, index, abstract_key=DEFAULT_ABSTRACT_KEY):
+  if abstract_key:
+    return _named_abstract(obj, index, abstract_key)
   if "abstract_sentences" in obj:
     sentences = obj["abstract_sentences"]
     if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
@@ -240,20 +248,37 @@ def _json_abstract(obj, index):
   if not isinstance(abstract, str):
     raise _Skip("wrong type for 'abstract'",
                 f"line {index + 1}: expected a string, got {type(abstract).__name__}")
+  return _abstract_string(abstract)
+
+
+def _named_abstract(obj, index, key):
+  """The abstract in the field `key`: a list of sentences, or a string as `abstract`."""
+  if key not in obj:
+    raise _Skip(f"missing field '{key}'", f"line {index + 1}")
+  value = obj[key]
+  if isinstance(value, list) and all(isinstance(s, str) for s in value):
+    return value
+  if not isinstance(value, str):
+    raise _Skip(f"wrong type for '{key}'", f"line {index + 1}: expected a string or a list of "
+                f"strings, got {type(value).__name__}")
+  return _abstract_string(value)
+
+
+def _abstract_string(abstract):
   if SENTENCE_START in abstract:
     return abstract_to_sentences(abstract)
   return [abstract]
 
 
-def _parse_json_line(raw, index):
+def _parse_json_line(raw, index, article_key=ARTICLE_KEY, abstract_key=DEFAULT_ABSTRACT_KEY):
   obj = _json_object(raw, index)
-  if "article" not in obj:
-    raise _Skip("missing field 'article'", f"line {index + 1}")
-  article = obj["article"]
+  if article_key not in obj:
+    raise _Skip(f"missing field '{article_key}'", f"line {index + 1}")
+  article = obj[article_key]
   if not isinstance(article, str):
-    raise _Skip("wrong type for 'article'",
+    raise _Skip(f"wrong type for '{article_key}'",
                 f"line {index + 1}: expected a string, got {type(article).__name__}")
-  sentences = _json_abstract(obj, index)
+  sentences = _json_abstract(obj, index, abstract_key)
   _check_article(article)
   for text in [article, *sentences]:
     _check_encodable(text, index)
@@ -269,7 +294,8 @@ def _check_encodable(text, index):
                 f"\\u{ord(e.object[e.start]):04x}") from e
 
 
-def read_jsonl(path, skips: SkipCounter) -> Iterator[Record]:
+def read_jsonl(path, skips: SkipCounter, article_key=ARTICLE_KEY,
+               abstract_key=DEFAULT_ABSTRACT_KEY) -> Iterator[Record]:
   """Yields the usable records of a JSON Lines file; blank lines are ignored."""
   # Binary mode: only b"\n" ends a line, and one bad byte costs one record, not the file.
   with open(path, "rb") as f:
@@ -277,22 +303,24 @@ def read_jsonl(path, skips: SkipCounter) -> Iterator[Record]:
       if not raw.strip():
         continue
       try:
-        article, sentences = _parse_json_line(raw, index)
+        article, sentences = _parse_json_line(raw, index, article_key, abstract_key)
       except _Skip as s:
         skips.skip(path, index, s.reason, s.detail)
         continue
       yield Record(article, sentences, path, index)
 
 
-_READERS = {"bin": read_bin, "jsonl": read_jsonl}
-
-
-def read_records(paths, data_format, skips: SkipCounter) -> Iterator[Record]:
-  """Yields the records of each file in the given order, each with its format's reader."""
+def read_records(paths, data_format, skips: SkipCounter, article_key=ARTICLE_KEY,
+                 abstract_key=DEFAULT_ABSTRACT_KEY) -> Iterator[Record]:
+  """Yields the records of each file in the given order, each with its format's reader; the
+  JSONL field names apply to JSONL files (.bin features are always `article`, `abstract`)."""
   # Formats are resolved up front so a bad extension fails before any work is done.
   formats = [detect_format(p, data_format) for p in paths]
   for path, fmt in zip(paths, formats):
-    yield from _READERS[fmt](path, skips)
+    if fmt == "bin":
+      yield from read_bin(path, skips)
+    else:
+      yield from read_jsonl(path, skips, article_key, abstract_key)
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """Entry point: `python -m pointer_gen.run --mode=train|eval|decode|export [flags]`."""
 
+import contextlib
 import os
 import sys
 
@@ -17,13 +18,19 @@ from absl import flags
 from absl import logging
 
 from pointer_gen import checkpoint_utils
+from pointer_gen import checkpoints
 from pointer_gen import config
+from pointer_gen import data
 from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import distribute
 from pointer_gen import evaluate
 from pointer_gen import export
+from pointer_gen import records
+from pointer_gen import run_config
+from pointer_gen import run_lock
 from pointer_gen import train
+from pointer_gen import usage
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import OutputError
@@ -32,8 +39,9 @@ FLAGS = flags.FLAGS
 config.define_flags()
 
 
-def resolve_data(hps):
-  """Fills in the demo corpus when --data_path is empty; requires --exp_name otherwise."""
+def resolve_data(hps, given=frozenset()):
+  """Fills in the demo corpus when --data_path is empty; requires --exp_name otherwise.
+  `given`: the flags the user set (a vocab_path not among them came from run_config.json)."""
   if hps.data_path:
     if not hps.exp_name:
       raise DataError("--exp_name is required with --data_path (the run directory is "
@@ -43,19 +51,59 @@ def resolve_data(hps):
     return hps
   if hps.vocab_path and hps.mode == "export":
     return hps  # export reads only the vocab, no data
-  if hps.vocab_path:
+  demo_dir = os.path.join(hps.log_root or "runs", "demo_data")
+  demo_vocab = demo_data.demo_vocab_path(demo_dir)
+  if "vocab_path" in given:
     raise DataError("--vocab_path was given without --data_path; give both, or neither to "
                     "use the demo corpus")
-  corpus = demo_data.ensure_demo_corpus(os.path.join(hps.log_root or "runs", "demo_data"))
+  if hps.vocab_path and os.path.abspath(hps.vocab_path) != os.path.abspath(demo_vocab):
+    raise DataError(f"--data_path is required: {run_config.path_in(hps.run_dir)} says this run "
+                    f"was trained with the vocab {hps.vocab_path}, not on the demo corpus")
+  corpus = demo_data.ensure_demo_corpus(demo_dir)
   split = "train" if hps.mode == "train" else "val"
   logging.info("No --data_path: using the built-in demo corpus (%s split) at %s", split,
                corpus[split])
   return hps.replace(data_path=corpus[split], vocab_path=corpus["vocab"])
 
 
-def run_train(hps, vocab):
-  trainer = train.Trainer(hps, vocab, distribute.make_strategy(hps.strategy, hps.tpu))
-  history = trainer.train()
+def settle_hparams(flag_values):
+  """The run's HParams: the flags, with those left out taken from the run's run_config.json
+  (a conflicting one is an error), the data resolved and checked, before anything is written."""
+  hps = config.HParams.from_flags(flag_values)
+  given = config.given_flags(flag_values)
+  utility = hps.convert_to_coverage_model or hps.restore_best_model
+  if utility and hps.mode != "train":
+    raise DataError("--convert_to_coverage_model and --restore_best_model work with "
+                    f"--mode=train, not --mode={hps.mode}")
+  if hps.data_path and hps.mode != "export" and not utility:
+    records.expand_glob(hps.data_path)  # a glob that matches nothing fails before any mkdir
+  if hps.mode == "eval" and not hps.single_pass:
+    evaluate.wait_for_train_dir(hps)  # started with its trainer, it needs the trainer's record
+  # A train dir without a checkpoint holds no model yet: training it (re)writes the record.
+  if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
+    changeable = run_config.CHANGEABLE_BY_TRAIN if hps.mode == "train" else ()
+    if hps.convert_to_coverage_model:
+      changeable += ("coverage",)
+    hps = run_config.reconcile(hps, given, changeable)
+  hps = resolve_data(hps, given)
+  vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase)
+  return hps
+
+
+def run_train(hps, vocab, strategy):
+  # Only the chief writes the run directory; the other workers write private temporary ones.
+  chief = distribute.is_chief(strategy)
+  with run_lock.held(hps.run_dir) if chief else contextlib.nullcontext():
+    # A new run's record comes before its train dir, which an eval started beside waits for;
+    # a resumed run's after the restore, so that a checkpoint not fitting the flags fails first.
+    resumed = checkpoints.newest(hps.train_dir)
+    if chief and not resumed:
+      run_config.write(hps)
+    trainer = train.Trainer(hps, vocab, strategy)
+    trainer.restore()
+    if chief and resumed:
+      run_config.write(hps)
+    history = trainer.train(restored=True)
   if history:
     print(_curve_summary(history))
   print(f"Checkpoints and TensorBoard logs: {os.path.abspath(hps.train_dir)}")
@@ -67,12 +115,15 @@ def run_checkpoint_utility(hps, vocab):
   """--convert_to_coverage_model / --restore_best_model: write one checkpoint and exit."""
   if hps.convert_to_coverage_model and hps.restore_best_model:
     raise DataError("--convert_to_coverage_model and --restore_best_model: give one at a time")
-  if hps.convert_to_coverage_model:
-    path = checkpoint_utils.convert_to_coverage_model(hps, len(vocab))
-    print(f"Wrote the coverage model {path} (fresh w_c and optimizer); train on with --coverage")
-  else:
-    path = checkpoint_utils.restore_best_model(hps, len(vocab))
-    print(f"Wrote the best model as {path} (fresh optimizer); training resumes from it")
+  with run_lock.held(hps.run_dir, "checkpoint utility"):
+    if hps.convert_to_coverage_model:
+      path = checkpoint_utils.convert_to_coverage_model(hps, len(vocab))
+      run_config.write(hps, run_config.recorded_num_train_steps(hps.run_dir))
+      print(f"Wrote the coverage model {path} (fresh w_c and optimizer); train on with "
+            "--coverage")
+    else:
+      path = checkpoint_utils.restore_best_model(hps, len(vocab))
+      print(f"Wrote the best model as {path} (fresh optimizer); training resumes from it")
 
 
 def run_eval(hps, vocab):
@@ -114,13 +165,15 @@ def main(argv):
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   stopping.exit_if_requested()  # a signal while TensorFlow was being imported
   try:
-    hps = resolve_data(config.HParams.from_flags(FLAGS))
+    hps = settle_hparams(FLAGS)
     train.configure_tensorflow(hps.debug)
-    vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
     utility = hps.convert_to_coverage_model or hps.restore_best_model
-    if utility and hps.mode != "train":
-      raise DataError("--convert_to_coverage_model and --restore_best_model work with "
-                      f"--mode=train, not --mode={hps.mode}")
+    # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
+    strategy = (distribute.make_strategy(hps.strategy, hps.tpu)
+                if hps.mode == "train" and not utility else None)
+    vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+    if hps.mode != "export" and not utility:
+      data.warn_if_many_oovs(hps, vocab)
     if utility or hps.mode == "export":
       # One-shot writes with their own clean-up: Ctrl-C interrupts them as usual.
       stopping.exit_if_requested()
@@ -128,7 +181,7 @@ def main(argv):
     if utility:
       run_checkpoint_utility(hps, vocab)
     elif hps.mode == "train":
-      run_train(hps, vocab)
+      run_train(hps, vocab, strategy)
     elif hps.mode == "eval":
       run_eval(hps, vocab)
     elif hps.mode == "export":
@@ -142,5 +195,14 @@ def main(argv):
     sys.exit(1)
 
 
+def parse_flags(argv):
+  """absl's parsing, except that --help prints the project's flags grouped by mode (exit 0)."""
+  before_end = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+  if any(arg in usage.HELP_ARGS for arg in before_end):
+    print(usage.help_text(FLAGS))
+    sys.exit(0)
+  return app.parse_flags_with_usage(argv)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)

@@ -179,7 +179,10 @@ class Trainer:
       self._remove_cut_off_saves()
     path = checkpoints.newest(self.hps.train_dir)
     if path:
-      self.checkpoint.restore(path).assert_existing_objects_matched()
+      # The model alone first, through a checkpoint object of its own: one that does not fit
+      # fails there with nothing printed after the error (see checkpoints.restore).
+      checkpoints.restore_weights(self.model, path)
+      checkpoints.restore(self.checkpoint, path)
       logging.info("Restored %s (step %d).", path, int(self.step.numpy()))
     else:
       logging.info("No checkpoint in %s: starting from fresh weights.", self.hps.train_dir)
@@ -233,7 +236,8 @@ class Trainer:
     def per_worker(context):
       source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed,
                                  num_shards=context.num_input_pipelines,
-                                 shard_index=context.input_pipeline_id)
+                                 shard_index=context.input_pipeline_id,
+                                 **data.json_fields(hps))
       self.sources.append(source)
       batches = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab), hps)
       # Strings are not needed to train, and cannot be placed on accelerators.
@@ -241,14 +245,15 @@ class Trainer:
 
     return self.strategy.distribute_datasets_from_function(per_worker)
 
-  def train(self, dataset=None):
+  def train(self, dataset=None, restored=False):
     """Runs until --num_train_steps, Ctrl-C or SIGTERM (checked between steps); saves every
-    checkpoint_secs and at exit.
+    checkpoint_secs and at exit. `restored`: the caller has already called restore().
 
     Returns one dict of scalars per step run (step, loss, ...), for callers that report a curve.
     """
     hps = self.hps
-    self.restore()
+    if not restored:
+      self.restore()
     replicas = self.strategy.num_replicas_in_sync
     logging.info("Trainable parameters: %d", self.num_parameters())
     logging.info("Batch size %d per replica x %d replicas = global batch %d; checkpoints and "

@@ -1,6 +1,7 @@
 """The vocabulary file of the original code: `word count` lines, specials first at ids 0-3."""
 
 import collections
+import json
 import os
 
 from absl import logging
@@ -18,6 +19,9 @@ UNK_ID, PAD_ID, START_ID, STOP_ID = range(4)
 SENTENCE_START = "<s>"
 SENTENCE_END = "</s>"
 FORBIDDEN = frozenset(SPECIALS + (SENTENCE_START, SENTENCE_END))
+# tools/make_vocab.py records how it tokenised beside the vocab, in `<vocab>.tokenization.json`;
+# the vocab file itself keeps the original's format.
+TOKENIZATION_SUFFIX = ".tokenization.json"
 
 
 class Vocab:
@@ -118,3 +122,45 @@ def write_vocab(path, counts, max_size=0):
       f.write(f"{word} {count}\n")
   os.replace(tmp, path)
   return len(ordered)
+
+
+def tokenization_path(vocab_path):
+  return vocab_path + TOKENIZATION_SUFFIX
+
+
+def write_tokenization(vocab_path, tokenizer, lowercase, **details):
+  """Writes the sidecar that says how the words of `vocab_path` were tokenised (atomically)."""
+  record = {"tokenizer": tokenizer, "lowercase": lowercase, **details}
+  path = tokenization_path(vocab_path)
+  tmp = path + ".tmp"
+  with open(tmp, "w", encoding="utf-8") as f:
+    f.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+  os.replace(tmp, path)
+  return path
+
+
+def check_tokenization(vocab_path, tokenizer, lowercase):
+  """Raises DataError when the vocab's sidecar says it was made with another --tokenizer or
+  --lowercase than the run's. A vocab without a sidecar (the original's) is not checked."""
+  path = tokenization_path(vocab_path)
+  if not os.path.exists(path):
+    return
+  try:
+    with open(path, encoding="utf-8") as f:
+      record = json.load(f)
+    made_with = {"tokenizer": record["tokenizer"], "lowercase": record["lowercase"]}
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise DataError(f"{path}: cannot read how the vocab was tokenised ({e}); remake it with "
+                    "tools/make_vocab.py or delete it") from e
+  run_with = {"tokenizer": tokenizer, "lowercase": lowercase}
+  for name, value in run_with.items():
+    if made_with[name] != value:
+      raise DataError(
+          f"--{name}={_flag_text(value)}, but the vocab {vocab_path} was made with "
+          f"--{name}={_flag_text(made_with[name])} (recorded in {path}): its words would not "
+          f"match the tokens. Pass --tokenizer={made_with['tokenizer']} "
+          f"--lowercase={_flag_text(made_with['lowercase'])}, or remake the vocab.")
+
+
+def _flag_text(value):
+  return str(value).lower() if isinstance(value, bool) else str(value)

@@ -67,6 +67,14 @@ def test_render_embeds_attention_and_p_gens():
   assert not re.search(r'(src|href)=|https?://|@import', page)
 
 
+def test_page_says_the_shading_is_relative_to_the_most_attended_word():
+  page = attention_html.render(_example())
+  statement = re.search(r'<span id="relative-shading">(.*?)</span>', page, re.S).group(1)
+  assert " ".join(statement.split()) == (
+      "The shading is relative to the most attended word of the step, which is fully shaded: "
+      "it does not show how peaked the attention is (hover an article word for its value).")
+
+
 def test_render_without_p_gens():
   page = attention_html.render(_example(p_gens=False))
   assert _embedded_numbers(page)["p_gens"] is None

@@ -43,10 +43,16 @@ def _repeats_ngram(generated, n):
 
 
 def _reference_beam_search(model, enc_input, enc_len, enc_ext, num_oovs, beam, max_steps,
-                           min_steps, block_ngram=0):
-  """One article, a Python loop over steps and hypotheses, as the original's beam_search.py."""
+                           min_steps, block_ngram=0, initial_state=None):
+  """One article, a Python loop over steps and hypotheses, as the original's beam_search.py.
+
+  Step 0 starts from `initial_state` if given, else from the original's initial attention.
+  """
   states, features, mask, state = model.encode(enc_input[None], enc_len[None])
-  state = model.cell.initial_attention(state, features, states, mask)
+  if initial_state is None:
+    state = model.cell.initial_attention(state, features, states, mask)
+  else:
+    state = initial_state
   hyps = [_Hyp([vocab_lib.START_ID], [0.0], state) for _ in range(beam)]
   results = []
   steps = 0

@@ -14,6 +14,7 @@ from pointer_gen import config
 from pointer_gen import demo_data
 from pointer_gen import evaluate
 from pointer_gen import model as model_lib
+from pointer_gen import run_config
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -204,3 +205,12 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
   assert code == 0, err
   assert f"Wrote the best model as {written}" in out
   assert checkpoints.newest(copied.train_dir) == written
+
+  # The coverage conversion records coverage in the run's run_config.json (here a run from
+  # before that file: written whole), so that later modes build the coverage model unasked.
+  code, out, err = run_main(capsys, *common, f"--log_root={copied.log_root}", "--coverage",
+                            "--convert_to_coverage_model")
+  assert code == 0, err
+  recorded = run_config.read(copied.run_dir)
+  assert (recorded["coverage"], recorded["hidden_dim"], recorded["max_enc_steps"]) == (
+      True, 8, 40)

@@ -47,9 +47,10 @@ def _decode_files(directory):
           for name in sorted(os.listdir(os.path.join(directory, sub)))}
 
 
-def test_single_pass_writes_files_and_agreeing_metrics(trained):
+def test_single_pass_writes_files_and_agreeing_metrics(trained, capsys):
   hps, vocab = trained
   result = decode.run(hps, vocab)
+  printed = capsys.readouterr().out
   directory = os.path.join(hps.run_dir, "decode_val_60maxenc_3beam_3mindec_12maxdec_ckpt-30")
   files = _decode_files(directory)
   assert sorted(files) == sorted([f"{i:06d}_decoded.txt" for i in range(NUM_EXAMPLES)]
@@ -75,6 +76,19 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained):
   assert saved["ngrams"]["decoded"]["mean_length"] == pytest.approx(
       sum(len(" ".join(d).split()) for d in decoded) / NUM_EXAMPLES)
   assert 0.0 < saved["p_gen_mean"] < 1.0
+  # The end of the decode prints the directory, ROUGE F with intervals and 3-gram repetition.
+  assert (f"ROUGE and repetition figures for {NUM_EXAMPLES} examples in "
+          f"{os.path.abspath(directory)} (metrics.json):") in printed
+  for key, name in (("rouge_1", "ROUGE-1"), ("rouge_2", "ROUGE-2"), ("rouge_l", "ROUGE-L")):
+    found = re.search(rf"^  {name} F ([0-9.]+) \(95% interval ([0-9.]+)-([0-9.]+)\)$", printed,
+                      re.MULTILINE)
+    f_score = saved["rouge"][key]["f_score"]
+    assert found.groups() == tuple(f"{f_score[b]:.4f}" for b in ("mid", "low", "high")), name
+  found = re.search(r"^  duplicate 3-grams: decoded ([0-9.]+)%, reference ([0-9.]+)%$", printed,
+                    re.MULTILINE)
+  assert found.groups() == tuple(f"{saved['ngrams'][side]['duplicate_ngrams_pct']['3']:.2f}"
+                                 for side in ("decoded", "reference"))
+  assert saved["flags"]["first_step_context"] == "original"
   # A finished directory is never overwritten.
   with pytest.raises(DataError, match="already holds a finished decode"):
     decode.run(hps, vocab)
@@ -92,7 +106,8 @@ def test_interrupted_single_pass_resumes_to_the_same_files(trained, tmp_path):
     os.remove(os.path.join(directory, "decoded", f"{i:06d}_decoded.txt"))
   os.remove(os.path.join(directory, "metrics.json"))
   os.remove(os.path.join(directory, "ROUGE_results.txt"))
-  result = decode.run(hps, vocab)
+  # Resumed with other slots: continuous batching's summaries do not depend on the batch.
+  result = decode.run(hps.replace(batch_size=2), vocab)
   assert _decode_files(directory) == complete
   assert result["num_examples"] == NUM_EXAMPLES
 
@@ -113,6 +128,29 @@ def test_continuous_decode_writes_valid_attention_json(trained, tmp_path):
     assert "<html" in attention_html.render(payload).lower()
 
 
+def test_continuous_decode_keeps_the_newest_attention_files(trained, tmp_path):
+  hps, vocab = trained
+  hps = hps.replace(single_pass=False, max_decode_examples=5, max_attn_vis_files=2,
+                    log_root=str(tmp_path), seed=1)
+  shutil.copytree(os.path.join(trained[0].run_dir, "train"), os.path.join(hps.run_dir, "train"))
+  directory = os.path.join(hps.run_dir, "decode")
+
+  def newest_kept(names):
+    assert sorted(os.listdir(os.path.join(directory, "attn_vis"))) == names
+    with open(os.path.join(directory, "attn_vis", names[-1]), encoding="utf-8") as f:
+      newest = f.read()
+    with open(os.path.join(directory, "attn_vis_data.json"), encoding="utf-8") as f:
+      assert f.read() == newest  # the last example written
+
+  decode.run(hps, vocab)
+  newest_kept(["000003.json", "000004.json"])
+  # A restarted decode numbers on from the files there, so that its own count as newest.
+  decode.run(hps.replace(max_decode_examples=1), vocab)
+  newest_kept(["000004.json", "000005.json"])
+  with pytest.raises(DataError, match="--max_attn_vis_files=-1: must be >= 0"):
+    hps.replace(max_attn_vis_files=-1).validated()
+
+
 def test_decode_dir_name_follows_the_original():
   hps = config.HParams(data_path="/data/finished_files/chunked/test_*", max_enc_steps=400,
                        beam_size=4, min_dec_steps=35, max_dec_steps=120)
@@ -125,3 +163,45 @@ def test_decode_without_checkpoint_is_a_clear_error(tmp_path):
   vocab = vocab_lib.Vocab(["a"])
   with pytest.raises(DataError, match="no checkpoint in .*empty/train"):
     decode.run(hps, vocab)
+
+
+def test_reference_ngrams_are_tokenised_as_the_article():
+  article = "The U.S. economy grew, officials said."
+  references = [["The U.S. economy grew.", "Officials said so!"]]
+  decoded = [["the u . s . economy grew ."]]
+  stats = decode.ngram_figures(decoded, references, [article], "punct", lowercase=True)
+  ref, dec = stats["reference"], stats["decoded"]
+  # Article: the u . s . economy grew , officials said .
+  # Reference: the u . s . economy grew . officials said so !  (12 tokens)
+  # 1-grams: "so" and "!" are not in the article (2/12); "." occurs 3 times, 2 repeats (2/12).
+  assert ref["mean_length"] == 12
+  assert ref["novel_ngrams_pct"]["1"] == pytest.approx(100 * 2 / 12)
+  assert ref["duplicate_ngrams_pct"]["1"] == pytest.approx(100 * 2 / 12)
+  # 11 2-grams; "grew .", ". officials", "said so", "so !" are not the article's (which has
+  # "grew ,", ", officials", "said ."); none repeats.
+  assert ref["novel_ngrams_pct"]["2"] == pytest.approx(100 * 4 / 11)
+  assert ref["duplicate_ngrams_pct"]["2"] == 0.0
+  # Decoded: the u . s . economy grew .  (8 tokens, all in the article; "." 3 times); of its
+  # 7 2-grams only "grew ." is novel.
+  assert dec["mean_length"] == 8
+  assert dec["novel_ngrams_pct"]["1"] == 0.0
+  assert dec["duplicate_ngrams_pct"]["1"] == pytest.approx(100 * 2 / 8)
+  assert dec["novel_ngrams_pct"]["2"] == pytest.approx(100 * 1 / 7)
+  # Split on raw whitespace instead, 5 of the reference's 7 words would count as novel (The,
+  # U.S., grew., Officials, so!). With --tokenizer=whitespace (case kept) the reference's own
+  # words are compared with the article's: "grew.", "Officials", "said" (the article has
+  # "said.") and "so!" are new (4/7).
+  plain = decode.ngram_figures(decoded, references, [article], "whitespace", lowercase=False)
+  assert plain["reference"]["mean_length"] == 7
+  assert plain["reference"]["novel_ngrams_pct"]["1"] == pytest.approx(100 * 4 / 7)
+
+
+def test_progress_eta_leaves_out_the_first_batch():
+  # The first batch (5 articles) takes 30 s, most of it compiling; later batches take 2 s.
+  times = iter([30.0, 32.0, 34.0])
+  progress = decode.Progress(total=20, clock=lambda: next(times))
+  assert progress.line(5) == "Decoded 5/20 articles (the first batch includes compiling)"
+  # From the end of the first batch: 5 articles in 2 s = 2.5/s, 10 left -> 4 s (counting from
+  # the start, 10 in 32 s would give 32 s).
+  assert progress.line(10) == "Decoded 10/20 articles, 2.50 articles/s, ETA 4s"
+  assert progress.line(15) == "Decoded 15/20 articles, 2.50 articles/s, ETA 2s"

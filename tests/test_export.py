@@ -24,6 +24,7 @@ from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
 from conftest import REPO
+from conftest import load_tool
 
 NUM_EXAMPLES = 15
 DECODE_BATCH = 5
@@ -55,6 +56,14 @@ def call(signature, articles):
           for k, v in loaded.signatures[signature](article=batch).items()}
 
 
+def error_of(article):
+  try:
+    loaded.signatures["serving_default"](article=article)
+  except Exception as e:  # pylint: disable=broad-except
+    return f"{type(e).__name__}: {e}"
+  return None
+
+
 settings = {k: v.numpy() for k, v in loaded.signatures["settings"]().items()}
 print(json.dumps({
     "batches": [call("serving_default", b) for b in request["batches"]],
@@ -64,6 +73,7 @@ print(json.dumps({
     "attention": call("attention", list(awkward.values())),
     "settings": {k: v.decode("utf-8") if isinstance(v, bytes) else v.item()
                  for k, v in settings.items()},
+    "scalar_error": error_of(tf.constant(awkward["plain"])),
     "imported_pointer_gen": "pointer_gen" in sys.modules,
 }))
 """
@@ -238,7 +248,7 @@ def test_settings_and_layout(exported):
   expected = {"beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12, "max_enc_steps": 60,
               "vocab_size": 519, "tokenizer": "whitespace", "lowercase": False,
               "pointer_gen": True, "coverage": True, "ranking": "average_log_prob",
-              "step": STEP}
+              "precision": "float32", "first_step_context": "original", "step": STEP}
   settings = exported["client"]["settings"]
   assert {k: settings[k] for k in expected} == expected
   with open(saved / "assets.extra" / export.SETTINGS_FILE, encoding="utf-8") as f:
@@ -295,3 +305,40 @@ def test_checkpoint_choice_and_refusals(exported):
     export.export(hps, vocab, exported["ckpt_path"], str(exported["saved"]))
   with pytest.raises(DataError, match="--export_dir"):
     export.run(hps.replace(mode="export"), vocab)
+
+
+def test_scalar_article_is_a_clear_error(exported):
+  # A signature does not check the shape it is given: without the check a scalar failed deep
+  # inside the graph with "slice index 0 of dimension 0 out of bounds".
+  error = exported["client"]["scalar_error"]
+  assert error.startswith("InvalidArgumentError: ")
+  assert f"assertion failed: [{export.ARTICLE_SHAPE_ERROR}.  ]" in error
+  assert "[Received shape: ] []" in error
+
+
+def test_serve_example_uses_the_newest_version_of_a_base_directory(exported, tmp_path):
+  serve_example = load_tool("serve_example")
+  # As TF Serving: the highest number wins (12 over 9, not "9" over "12" as text); files and
+  # names that are not numbers are ignored.
+  for name in ("3", "9", "12", "tmp-99", ".pgen.export-20-x"):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "saved_model.pb").write_bytes(b"")
+  (tmp_path / "30").write_text("a file")
+  assert serve_example.version_dir(str(tmp_path)) == str(tmp_path / "12")
+  assert serve_example.version_dir(str(tmp_path / "9")) == str(tmp_path / "9")
+  (tmp_path / "12" / "saved_model.pb").unlink()
+  with pytest.raises(ValueError, match="newest version .*12 holds no saved_model.pb"):
+    serve_example.version_dir(str(tmp_path))
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  with pytest.raises(ValueError, match=f"--saved_model={empty}: neither a SavedModel"):
+    serve_example.version_dir(str(empty))
+  with pytest.raises(ValueError, match="no such directory"):
+    serve_example.version_dir(str(tmp_path / "missing"))
+
+  # The real export's base directory summarises as the export itself does.
+  export_dir = str(exported["export_dir"])
+  assert serve_example.version_dir(export_dir) == str(exported["saved"])
+  results = serve_example.summarize_local(serve_example.version_dir(export_dir),
+                                          exported["articles"][:2], batch_size=2)
+  assert [r["summary"] for r in results] == exported["client"]["batches"][0]["summary"][:2]

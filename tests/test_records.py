@@ -426,6 +426,10 @@ VOCAB_JSONL = [
     b'{"article": "The Dog, the end.", "abstract_sentences": ["The end."]}',
     b"{broken json",
 ]
+HF_XSUM = [
+    {"id": "1", "document": "Rain, rain.", "summary": "Wet day."},
+    {"id": "2", "document": "Sun!", "summary": ["Dry.", "Warm day."]},
+]
 CONVERT_RECORDS = [
     {"article": "Tiếng Việt có dấu.\nSecond paragraph.", "abstract_sentences": ["Một.", "Hai."]},
     {"article": "no abstract sentences", "abstract_sentences": []},
@@ -456,6 +460,9 @@ def tool_runs(tmp_path_factory):
       for r in CONVERT_RECORDS])
   (tmp / "occupied").mkdir()
   (tmp / "occupied" / "train_000.bin").write_bytes(b"")
+  # Hugging Face layouts: XSum's document/summary, CNN/DM's article/highlights.
+  (tmp / "xsum.jsonl").write_text("".join(json.dumps(r) + "\n" for r in HF_XSUM),
+                                  encoding="utf-8")
   procs = {
       "vocab": _start("make_vocab.py", f"--data_path={tmp}/vocab_in.*",
                       f"--output={tmp}/vocab", "--lowercase", "--max_size=8"),
@@ -463,6 +470,12 @@ def tool_runs(tmp_path_factory):
                        "--to=bin", "--split=test", "--chunk_size=2"),
       "to_jsonl": _start("convert_data.py", f"--input={tmp}/convert_in.bin",
                          f"--output={tmp}/out/converted.jsonl", "--to=jsonl"),
+      "vocab_hf": _start("make_vocab.py", f"--data_path={tmp}/xsum.jsonl",
+                         f"--output={tmp}/hf_vocab", "--tokenizer=punct",
+                         "--article_key=document", "--abstract_key=summary"),
+      "to_bin_hf": _start("convert_data.py", f"--input={tmp}/xsum.jsonl",
+                          f"--output={tmp}/hf_chunks", "--to=bin", "--article_key=document",
+                          "--abstract_key=summary"),
       "occupied": _start("convert_data.py", f"--input={convert_in}", f"--output={tmp}/occupied",
                          "--to=bin"),
   }
@@ -490,6 +503,26 @@ def test_make_vocab_counts_and_order(tool_runs):
   assert "Read 3 records from 2 files" in out
   assert "skipped 1 records (invalid JSON: 1)" in out
   assert "Wrote 8 words (of 10 distinct)" in out
+
+
+def test_make_vocab_reads_hf_field_names_and_records_its_tokenization(tool_runs):
+  tmp, results = tool_runs
+  _ok(results, "vocab_hf")
+  # Hand count of the punct tokens of the documents and summaries (the id field is not read).
+  assert (tmp / "hf_vocab").read_text(encoding="utf-8").splitlines() == [
+      ". 4", "day 2", "! 1", ", 1", "Dry 1", "Rain 1", "Sun 1", "Warm 1", "Wet 1", "rain 1"]
+  with open(tmp / "hf_vocab.tokenization.json", encoding="utf-8") as f:
+    sidecar = json.load(f)
+  assert (sidecar["tokenizer"], sidecar["lowercase"]) == ("punct", False)
+
+
+def test_convert_reads_hf_field_names(tool_runs):
+  tmp, results = tool_runs
+  assert "Wrote 2 records to 1 bin files" in _ok(results, "to_bin_hf")
+  back = list(records.read_records(records.expand_glob(str(tmp / "hf_chunks" / "*")), "auto",
+                                   records.SkipCounter()))
+  assert [(r.article, r.abstract_sentences) for r in back] == [
+      ("Rain, rain.", ["Wet day."]), ("Sun!", ["Dry.", "Warm day."])]
 
 
 def test_convert_jsonl_to_bin_reads_back(tool_runs):

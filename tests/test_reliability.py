@@ -219,7 +219,8 @@ def test_output_directory_that_cannot_be_created_is_a_clear_error(corpus, tmp_pa
   code, _, err = _run(corpus, tmp_path / "a_file" / "logs", "--num_train_steps=2")
   assert code == 1
   assert "Traceback" not in err
-  assert re.search(r"^error: cannot create the output directory \S+a_file/logs/run/train "
+  # The run directory is the first one a trainer makes (for its lock and run_config.json).
+  assert re.search(r"^error: cannot create the output directory \S+a_file/logs/run "
                    r"\(check --log_root\): Not a directory$", err, re.M), err
 
 
@@ -274,7 +275,9 @@ def test_decode_killed_mid_run_resumes_to_the_same_files(corpus, trained, decode
   proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
   decoded = tmp_path / "run" / _decode_dir_name(corpus) / "decoded"
   deadline = time.time() + TIMEOUT_SECS
-  while time.time() < deadline and len(os.listdir(decoded) if decoded.is_dir() else []) < 5:
+  # Five complete examples (a temporary file of a write under way does not count).
+  while time.time() < deadline and len([n for n in (os.listdir(decoded) if decoded.is_dir()
+                                                    else []) if n.endswith("_decoded.txt")]) < 5:
     time.sleep(0.01)
   # Then killed inside a file write: its temporary file lives for about a millisecond, so
   # look without sleeping.

@@ -221,6 +221,9 @@ def render(data, source="attention data"):
 <h1>Attention visualisation</h1>
 <p class="help">Hover over a summary word to shade the article by that step's attention; click
 to pin it (the address then ends in #step=N, which pre-selects word N, counting from 0).
+<span id="relative-shading">The shading is relative to the most attended word of the step, which
+is fully shaded: it does not show how peaked the attention is (hover an article word for its
+value).</span>
 <span class="oov">Underlined</span> words are out of the vocabulary.</p>
 <h2>Reference summary</h2>
 <p id="reference" class="text">{" ".join(reference)}</p>

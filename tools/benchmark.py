@@ -1,20 +1,29 @@
 """Speed and memory of training and decoding at the paper's configuration, in one process.
 
-    python tools/benchmark.py [--quick] [--coverage] [--json_out=benchmark.json]
+    python tools/benchmark.py [--quick] [--tiny] [--coverage] [--json_out=benchmark.json]
 
 Prints a table and writes JSON: the matmul ceiling for the vocabulary projection's shape; the
 training step (median, min, max over --steps steps after warm-up) on real data
 (../shared/data/vietnews_bin by default) and on full-length synthetic batches; decode
 articles/s at batch 1 and at a large batch; peak RSS; achieved GFLOP/s and its fraction of the
-ceiling; and how the step time grows with max_enc_steps and the vocabulary size.
-Run it alone: the figures are only comparable when nothing else uses the CPU.
+ceiling; and how the step time grows with max_enc_steps and the vocabulary size. Every
+training and decode row is float32 unless its name ends in "mixed_bfloat16": those rows
+(--bf16, default on) repeat the measurement with --precision=mixed_bfloat16, and the first row
+says whether the CPU has bfloat16 instructions (avx512_bf16 / amx_bf16 in /proc/cpuinfo). The
+scaling rows end with the step at max_enc_steps 800 / max_dec_steps 200 in each precision, each
+run in its own process so that its peak RSS is that step's alone.
+Run it alone: the figures are only comparable when nothing else uses the CPU. --tiny shrinks
+every size to check the code paths in seconds (its figures mean nothing).
 """
 
+import itertools
 import json
 import os
 import pathlib
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -28,11 +37,15 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_gen import beam_search
+from pointer_gen import checkpoints
 from pointer_gen import config
+from pointer_gen import continuous_batching
 from pointer_gen import data
+from pointer_gen import decode
 from pointer_gen import layers
 from pointer_gen import losses
 from pointer_gen import model as model_lib
+from pointer_gen import precision
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 
@@ -54,9 +67,34 @@ flags.DEFINE_boolean("quick", False, "Fewer steps everywhere (a smoke run, not a
 flags.DEFINE_boolean("ablation", False, "Also time the full-length step with each optimisation "
                      "in turn replaced by its plain formulation (steps interleaved, one process).")
 flags.DEFINE_string("json_out", "benchmark.json", "Where to write the results.")
+flags.DEFINE_boolean("bf16", True, "Also time training and decoding with "
+                     "--precision=mixed_bfloat16.")
+flags.DEFINE_boolean("tiny", False, "Tiny model and lengths everywhere: checks every code path "
+                     "in seconds (a smoke run; the figures mean nothing).")
+flags.DEFINE_string("long_step_json", "", "Internal: time only the long step (max_enc_steps 800 "
+                    "/ max_dec_steps 200) at --long_step_precision, write its timing and peak "
+                    "RSS to this file, exit.")
+flags.DEFINE_enum("long_step_precision", "float32", list(precision.PRECISIONS),
+                  "Internal: the precision of --long_step_json.")
+
+flags.DEFINE_string("trained_ckpt_path", "", "Trained-model decode rows: a checkpoint of the "
+                    "paper configuration (with --coverage as given). Empty: train the small "
+                    "configuration (TRAINED) on --data_path for --trained_steps steps here.")
+flags.DEFINE_integer("trained_steps", 300, "Training steps of the model the trained-model "
+                     "decode rows decode (without --trained_ckpt_path).")
+flags.DEFINE_integer("trained_articles", 256, "Articles decoded per trained-model decode row.")
+flags.DEFINE_integer("slots", 64, "Searches side by side in the continuous-batching decode row.")
+flags.DEFINE_boolean("trained_only", False, "Only the trained-model decode rows.")
 
 PAPER = config.HParams(batch_size=16, max_enc_steps=400, max_dec_steps=100, vocab_size=50000,
                        emb_dim=128, hidden_dim=256, pointer_gen=True, seed=0)
+TINY = config.HParams(batch_size=2, max_enc_steps=40, max_dec_steps=10, vocab_size=500,
+                      emb_dim=16, hidden_dim=16, pointer_gen=True, seed=0)
+# The lengths users ran out of memory at with the original.
+LONG_ENC_STEPS, LONG_DEC_STEPS = 800, 200
+# The model trained here for the trained-model decode rows: small enough to learn to stop in a
+# few hundred steps, so that its summaries end at different lengths.
+TRAINED = PAPER.replace(vocab_size=20000, emb_dim=64, hidden_dim=128)
 
 
 def stats(times):
@@ -160,6 +198,70 @@ def time_decode(hps, vocab, model, batch_size, articles):
   return {"articles_per_sec": done / seconds, "articles": done, "seconds": seconds}
 
 
+def trained_model(hps, vocab, steps):
+  """The --trained_ckpt_path model, or one trained here on --data_path for `steps` steps."""
+  if FLAGS.trained_ckpt_path:
+    model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+    checkpoints.restore_weights(model, FLAGS.trained_ckpt_path)
+    return model
+  trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
+  step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, len(vocab))
+  spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
+  iterator = iter(tf.data.Dataset.from_generator(lambda: real_batches(hps, vocab),
+                                                 output_signature=spec))
+  for _ in range(steps):
+    loss = float(step(iterator)["loss"])
+  print(f"Trained the decode rows' model for {steps} steps: loss {loss:.3f}", flush=True)
+  return trainer.model
+
+
+def time_continuous_decode(hps, vocab, model, slots, articles):
+  """Articles per second of single-pass decode with continuous batching over `slots` slots,
+  and the summaries' lengths (decoder steps)."""
+  source = data.RecordSource(FLAGS.decode_data_path, single_pass=True)
+  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab),
+                              hps.replace(single_pass=True), batch_size=slots)
+  # Read first, so that the time holds no input work.
+  examples = list(itertools.islice(decode.examples(dataset), slots + articles))
+  decoder = continuous_batching.SlotDecoder(model, decode.search_settings(hps), slots,
+                                            hps.max_enc_steps)
+  list(decoder.decode(examples[:slots]))  # traces the compiled functions
+  start = time.perf_counter()
+  lengths = [int(result["length"]) for _, result in decoder.decode(examples[slots:])]
+  seconds = time.perf_counter() - start
+  return {"articles_per_sec": len(lengths) / seconds, "articles": len(lengths),
+          "seconds": seconds, "steps": stats(lengths)}
+
+
+def trained_decode_rows(hps, results, rows):
+  """Decode of a trained model, whose summaries end at different lengths: one article at a
+  time, then --slots searches side by side with continuous batching."""
+  vocab = vocab_lib.Vocab.from_file(FLAGS.vocab_path, hps.vocab_size)
+  steps = 2 if FLAGS.quick else FLAGS.trained_steps
+  model = trained_model(hps, vocab, steps)
+  decode_hps = hps.replace(mode="decode", beam_size=4, max_dec_steps=120, min_dec_steps=35)
+  articles = 4 if FLAGS.quick else FLAGS.trained_articles
+  one = time_continuous_decode(decode_hps, vocab, model, 1, max(2, articles // 8))
+  many = time_continuous_decode(decode_hps, vocab, model, FLAGS.slots, articles)
+  # The same articles in padded batches, each waiting for its slowest article (before issue 16).
+  padded = time_decode(decode_hps, vocab, model, FLAGS.slots, articles)
+  ratio = many["articles_per_sec"] / one["articles_per_sec"]
+  results["decode_trained"] = {"model": "checkpoint" if FLAGS.trained_ckpt_path else
+                               f"trained {steps} steps", "batch_1": one,
+                               f"continuous_{FLAGS.slots}": many, f"padded_{FLAGS.slots}": padded,
+                               "speedup": ratio}
+  lengths = many["steps"]
+  rows.append(("decode trained model, beam 4, 35-120 steps, batch 1",
+               f"{one['articles_per_sec']:.2f} art/s", ""))
+  rows.append((f"decode trained model, continuous batching, {FLAGS.slots} slots",
+               f"{many['articles_per_sec']:.2f} art/s",
+               f"{ratio:.1f}x batch 1; summary steps median {lengths['median']:.0f} "
+               f"(min {lengths['min']:.0f}, max {lengths['max']:.0f})"))
+  rows.append((f"decode trained model, padded batches of {FLAGS.slots}",
+               f"{padded['articles_per_sec']:.2f} art/s",
+               f"{padded['articles_per_sec'] / one['articles_per_sec']:.1f}x batch 1"))
+
+
 def _plain_scores(memory_features, query_features, v, coverage=None, w_c=None):
   features = memory_features + query_features[:, None, :]  # [B, L, U]
   if coverage is not None:
@@ -219,18 +321,67 @@ def ablation(hps, batches, rounds):
   return {name: stats(t) for name, t in times.items()}
 
 
+def cpu_bf16_row():
+  """Whether the CPU has bfloat16 instructions (for the report only)."""
+  found = precision.native_bf16_flags()
+  return ("CPU bfloat16 instructions", "yes" if found else "no",
+          ", ".join(found) if found else "no avx512_bf16 / amx_bf16 in /proc/cpuinfo: "
+          "mixed_bfloat16 is emulated (the README recommends float32)")
+
+
+def long_hps(hps):
+  """The long-article configuration, shrunk in the same proportion under --tiny."""
+  if FLAGS.tiny:
+    return hps.replace(max_enc_steps=LONG_ENC_STEPS // 10, max_dec_steps=LONG_DEC_STEPS // 10)
+  return hps.replace(max_enc_steps=LONG_ENC_STEPS, max_dec_steps=LONG_DEC_STEPS)
+
+
+def long_step_only(hps, steps):
+  """--long_step_json: this process times the long step alone and records its peak RSS."""
+  scaled = long_hps(hps).replace(precision=FLAGS.long_step_precision)
+  rng = np.random.default_rng(0)
+  batches = iter(lambda: synthetic_batch(scaled, scaled.vocab_size, rng), None)
+  timing, _ = time_training(scaled, scaled.vocab_size, batches, steps, 1)
+  with open(FLAGS.long_step_json, "w", encoding="utf-8") as f:
+    json.dump({**timing, "peak_rss_gb": peak_rss_gb(), "max_enc_steps": scaled.max_enc_steps,
+               "max_dec_steps": scaled.max_dec_steps, "precision": scaled.precision}, f)
+
+
+def long_step(precision_name):
+  """Timing and peak RSS of the long step, measured in a child process."""
+  with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "long_step.json")
+    argv = [sys.executable, __file__, f"--long_step_json={out}",
+            f"--long_step_precision={precision_name}", f"--coverage={FLAGS.coverage}",
+            f"--quick={FLAGS.quick}", f"--tiny={FLAGS.tiny}", f"--xla={FLAGS.xla}"]
+    subprocess.run(argv, check=True)
+    with open(out, encoding="utf-8") as f:
+      return json.load(f)
+
+
 def main(argv):
   del argv
   train.configure_tensorflow()
   steps, warmup = (3, 1) if FLAGS.quick else (FLAGS.steps, FLAGS.warmup)
-  hps = PAPER.replace(coverage=FLAGS.coverage)
+  base = TINY if FLAGS.tiny else PAPER
+  hps = base.replace(coverage=FLAGS.coverage)
+  if FLAGS.long_step_json:
+    long_step_only(hps, 2 if FLAGS.quick else 4)
+    return
   results = {"config": {"coverage": FLAGS.coverage, "xla": FLAGS.xla, "steps": steps,
                         "threads": os.cpu_count()}}
-  rows = []
+  rows = [cpu_bf16_row()]
+  results["cpu_bf16_flags"] = precision.native_bf16_flags()
+  trained_decode_rows(hps if FLAGS.trained_ckpt_path or FLAGS.tiny else TRAINED.replace(
+      coverage=FLAGS.coverage), results, rows)
+  if FLAGS.trained_only:
+    _report(results, rows)
+    return
 
-  ceiling = matmul_ceiling()
+  m, k, n = (64, 16, 500) if FLAGS.tiny else (1600, 256, 50000)
+  ceiling = matmul_ceiling(m, k, n)
   results["matmul_ceiling_gflops"] = ceiling
-  rows.append(("matmul ceiling [1600x256]x[256x50000]", f"{ceiling:.0f} GFLOP/s", ""))
+  rows.append((f"matmul ceiling [{m}x{k}]x[{k}x{n}]", f"{ceiling:.0f} GFLOP/s", ""))
 
   vocab = vocab_lib.Vocab.from_file(FLAGS.vocab_path, hps.vocab_size)
   real, gflops = time_training(hps, len(vocab), real_batches(hps, vocab), steps, warmup)
@@ -249,7 +400,23 @@ def main(argv):
   results["peak_rss_gb_after_training"] = peak_rss_gb()
   rows.append(("peak RSS after training", f"{results['peak_rss_gb_after_training']:.2f} GB", ""))
 
+  if FLAGS.bf16:
+    bf16 = hps.replace(precision="mixed_bfloat16")
+    real16, gflops = time_training(bf16, len(vocab), real_batches(bf16, vocab), steps, warmup)
+    results["train_real_bf16"] = {**real16, "gflops": gflops}
+    rows.append(("train step, real data (vietnews), mixed_bfloat16", f"{real16['median']:.2f} s",
+                 f"min {real16['min']:.2f} max {real16['max']:.2f}; "
+                 f"{real['median'] / real16['median']:.2f}x float32's speed"))
+    synthetic = iter(lambda: synthetic_batch(bf16, bf16.vocab_size, rng), None)
+    full16, gflops = time_training(bf16, bf16.vocab_size, synthetic, steps, warmup)
+    results["train_full_length_bf16"] = {**full16, "gflops": gflops}
+    rows.append(("train step, full-length synthetic, mixed_bfloat16",
+                 f"{full16['median']:.2f} s", f"min {full16['min']:.2f} max {full16['max']:.2f}; "
+                 f"{full['median'] / full16['median']:.2f}x float32's speed"))
+
   decode_hps = hps.replace(mode="decode", beam_size=4, max_dec_steps=120, min_dec_steps=35)
+  if FLAGS.tiny:
+    decode_hps = decode_hps.replace(max_dec_steps=12, min_dec_steps=3)
   trainer = train.Trainer(decode_hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
   articles = 4 if FLAGS.quick else FLAGS.decode_articles
   one = time_decode(decode_hps, vocab, trainer.model, 1, max(2, articles // 8))
@@ -259,23 +426,43 @@ def main(argv):
   rows.append(("decode beam 4, 35-120 steps, batch 1", f"{one['articles_per_sec']:.2f} art/s", ""))
   rows.append((f"decode, batch {FLAGS.decode_batch}", f"{many['articles_per_sec']:.2f} art/s",
                f"{results['decode_speedup']:.1f}x batch 1"))
+  if FLAGS.bf16:
+    # The same initial weights (seed 0) as float32's decode.
+    decode16 = decode_hps.replace(precision="mixed_bfloat16")
+    model16 = train.Trainer(decode16.replace(log_root="/tmp/pointer_gen_benchmark"),
+                            vocab).model
+    one16 = time_decode(decode16, vocab, model16, 1, max(2, articles // 8))
+    many16 = time_decode(decode16, vocab, model16, FLAGS.decode_batch, articles)
+    results["decode_batch_1_bf16"], results["decode_batch_large_bf16"] = one16, many16
+    for name, fp32_row, bf16_row in ((", batch 1", one, one16),
+                                     (f", batch {FLAGS.decode_batch}", many, many16)):
+      rows.append((f"decode{name}, mixed_bfloat16", f"{bf16_row['articles_per_sec']:.2f} art/s",
+                   f"{bf16_row['articles_per_sec'] / fp32_row['articles_per_sec']:.2f}x "
+                   "float32's speed"))
 
   if FLAGS.scaling:
     scale_steps = 2 if FLAGS.quick else 4
     results["scaling_enc_steps"] = {}
-    for length in (100, 200, 400, 800):
+    for length in (10, 20, 40, 80) if FLAGS.tiny else (100, 200, 400, 800):
       scaled = hps.replace(max_enc_steps=length)
       batches = iter(lambda: synthetic_batch(scaled, hps.vocab_size, rng), None)
       timing, _ = time_training(scaled, hps.vocab_size, batches, scale_steps, 1)
       results["scaling_enc_steps"][length] = timing
       rows.append((f"train step, max_enc_steps {length}", f"{timing['median']:.2f} s", ""))
     results["scaling_vocab"] = {}
-    for size in (10000, 50000, 150000):
+    for size in (500, 1000, 2000) if FLAGS.tiny else (10000, 50000, 150000):
       scaled = hps.replace(vocab_size=size)
       batches = iter(lambda: synthetic_batch(scaled, size, rng), None)
       timing, _ = time_training(scaled, size, batches, scale_steps, 1)
       results["scaling_vocab"][size] = timing
       rows.append((f"train step, vocab {size}", f"{timing['median']:.2f} s", ""))
+    results["long_step"] = {}
+    for name in ("float32", "mixed_bfloat16") if FLAGS.bf16 else ("float32",):
+      timing = long_step(name)
+      results["long_step"][name] = timing
+      rows.append((f"train step, max_enc_steps {timing['max_enc_steps']} / max_dec_steps "
+                   f"{timing['max_dec_steps']}, {name}", f"{timing['median']:.2f} s",
+                   f"peak RSS {timing['peak_rss_gb']:.2f} GB (own process)"))
 
   if FLAGS.ablation:
     # Real batches have padding steps (short summaries); full-length ones have none.
@@ -291,6 +478,10 @@ def main(argv):
                      f"min {timing['min']:.2f} max {timing['max']:.2f}; "
                      f"{timing['median'] / base:.2f}x all optimisations"))
 
+  _report(results, rows)
+
+
+def _report(results, rows):
   results["peak_rss_gb"] = peak_rss_gb()
   width = max(len(r[0]) for r in rows)
   for name, value, note in rows:

@@ -30,6 +30,11 @@ flags.DEFINE_string("split", "train", "--to=bin: chunk file prefix, as in train_
 flags.DEFINE_integer("chunk_size", 1000, "--to=bin: records per chunk file.", lower_bound=1)
 flags.DEFINE_enum("data_format", "auto", ("auto",) + records.FORMATS,
                   "Format of the input files; auto goes by the file extension.")
+flags.DEFINE_string("article_key", records.ARTICLE_KEY, "JSONL input: the field holding the "
+                    "article.")
+flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL input: the field "
+                    "holding the summary (string or list of sentences). Empty: "
+                    "abstract_sentences if present, else abstract.")
 flags.mark_flag_as_required("to")
 
 
@@ -76,12 +81,13 @@ def _describe(paths):
   return f"{paths[0]} ... {paths[-1]}"
 
 
-def convert(input_glob, output, to, split, chunk_size, data_format):
+def convert(input_glob, output, to, split, chunk_size, data_format,
+            article_key=records.ARTICLE_KEY, abstract_key=records.DEFAULT_ABSTRACT_KEY):
   if not output:
     raise DataError("--output is required")
   paths = records.expand_glob(input_glob, "--input")
   skips = records.SkipCounter()
-  recs = records.read_records(paths, data_format, skips)
+  recs = records.read_records(paths, data_format, skips, article_key, abstract_key)
   count, written = _write(recs, to, output, split, chunk_size)
   print(f"Read {len(paths)} files; {skips.summary()}")
   print(f"Wrote {count} records to {len(written)} {to} files: {_describe(written)}")
@@ -92,7 +98,7 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   try:
     convert(FLAGS.input, FLAGS.output, FLAGS.to, FLAGS.split, FLAGS.chunk_size,
-            FLAGS.data_format)
+            FLAGS.data_format, FLAGS.article_key, FLAGS.abstract_key)
   except DataError as e:
     sys.exit(f"convert_data: error: {e}")
 

@@ -1,6 +1,9 @@
 """Builds a vocab file (`word count` lines, most frequent first) from .bin or JSONL data.
 
   python tools/make_vocab.py --data_path='data/train_*.bin' --output=data/vocab
+
+Beside the vocab it writes `<output>.tokenization.json`, which records --tokenizer and
+--lowercase; training refuses a vocab whose record differs from its own flags.
 """
 
 import pathlib
@@ -29,6 +32,10 @@ flags.DEFINE_integer("max_size", 200000, "Most words to write (0 = all).", lower
 flags.DEFINE_enum("tokenizer", "whitespace", text.TOKENIZERS,
                   "whitespace for pre-tokenised data (.bin), punct for raw text.")
 flags.DEFINE_bool("lowercase", False, "Lower-case the text before counting.")
+flags.DEFINE_string("article_key", records.ARTICLE_KEY, "JSONL: the field holding the article.")
+flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the "
+                    "summary (string or list of sentences). Empty: abstract_sentences if "
+                    "present, else abstract.")
 
 # Tokenising in batches keeps the per-call overhead of the TF ops small on large data sets.
 BATCH_SIZE = 256
@@ -60,20 +67,25 @@ def _token_batches(texts, tokenizer, lowercase):
     yield [t.decode("utf-8") for t in tokens]
 
 
-def make_vocab(data_path, data_format, output, max_size, tokenizer, lowercase):
+def make_vocab(data_path, data_format, output, max_size, tokenizer, lowercase,
+               article_key=records.ARTICLE_KEY, abstract_key=records.DEFAULT_ABSTRACT_KEY):
   if not output:
     raise DataError("--output is required (the vocab file to write)")
   paths = records.expand_glob(data_path, "--data_path")
   skips = records.SkipCounter()
   counter = {"records": 0}
-  texts = _texts(records.read_records(paths, data_format, skips), counter)
+  texts = _texts(records.read_records(paths, data_format, skips, article_key, abstract_key),
+                 counter)
   counts = vocab.count_words(_token_batches(texts, tokenizer, lowercase))
   if not counter["records"]:
     raise DataError(f"--data_path={data_path}: no usable records in {len(paths)} files "
                     f"({skips.summary()})")
   written = vocab.write_vocab(output, counts, max_size)
+  sidecar = vocab.write_tokenization(output, tokenizer, lowercase, data_path=data_path,
+                                     max_size=max_size)
   print(f"Read {counter['records']} records from {len(paths)} files; {skips.summary()}")
-  print(f"Wrote {written} words (of {len(counts)} distinct) to {output}")
+  print(f"Wrote {written} words (of {len(counts)} distinct) to {output}; how they were "
+        f"tokenised to {sidecar}")
 
 
 def main(argv):
@@ -81,7 +93,7 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   try:
     make_vocab(FLAGS.data_path, FLAGS.data_format, FLAGS.output, FLAGS.max_size,
-               FLAGS.tokenizer, FLAGS.lowercase)
+               FLAGS.tokenizer, FLAGS.lowercase, FLAGS.article_key, FLAGS.abstract_key)
   except DataError as e:
     sys.exit(f"make_vocab: error: {e}")
 

@@ -1,0 +1,211 @@
+"""Continuous batching for single-pass decode: beam search over a fixed number of slots, each
+searching its own article, where a slot whose search has ended takes the next article at once
+instead of the whole batch waiting for its slowest article.
+
+Every slot keeps its own step counter and results (beam_search's per-article search state), and
+each step is beam_search.advance, the same code as the one-batch search: an article's summary
+is the one it gets decoded alone. Memory (encoder states, features, mask, extended ids) lives in
+variables of max_enc_steps positions, updated in place for the slots that take a new article;
+the search state is a tensor per quantity, passed through three compiled functions: `_encode`
+(the next num_slots articles in one encoder pass), `_admit` (start encoded articles' searches in
+the slots that are free) and `_run` (advance every slot until one more search has ended).
+Once no article is left, the searches still running are gathered into fewer rows whenever at
+most half of the rows in use still run, so the end of a stream does not pay for ended slots.
+"""
+
+import itertools
+
+import numpy as np
+import tensorflow as tf
+
+from pointer_gen import beam_search
+from pointer_gen import precision
+from pointer_gen import vocab as vocab_lib
+
+
+class SlotDecoder:
+  """Decodes a stream of articles with `num_slots` searches side by side."""
+
+  def __init__(self, model, settings, num_slots, max_enc_steps):
+    if settings.keep_attention:
+      raise ValueError("continuous batching does not keep attention distributions")
+    self.model, self.settings = model, settings
+    self.num_slots, self.width = num_slots, max_enc_steps
+    k = settings.beam_size
+    rows = num_slots * k
+    dtype = model.compute_dtype
+    hidden = model.hidden_dim
+    units = 2 * hidden  # the attention's W_h features
+    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1. An empty slot's mask is all
+    # ones so that its (discarded) attention stays finite.
+    self.memory = {
+        "states": tf.Variable(tf.zeros([rows, max_enc_steps, 2 * hidden], dtype),
+                              trainable=False),
+        "features": tf.Variable(tf.zeros([rows, max_enc_steps, units], dtype), trainable=False),
+        "mask": tf.Variable(tf.ones([rows, max_enc_steps], dtype), trainable=False),
+        "ext_ids": tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32), trainable=False),
+    }
+    zeros = lambda width: tf.zeros([rows, width], dtype)
+    # c, h and context in the compute dtype; the coverage is float32 in every --precision.
+    state = (zeros(hidden), zeros(hidden), zeros(2 * hidden),
+             tf.zeros([rows, max_enc_steps], precision.OUTPUT_DTYPE))
+    # Empty slots stand at max_dec_steps: ended searches, which `advance` leaves alone.
+    self._empty = beam_search.search_state(state, num_slots, max_enc_steps, settings,
+                                           step=settings.max_dec_steps)
+    search_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, self._empty)
+    ids = tf.TensorSpec([None, None], tf.int32)
+    self._encode = tf.function(self._encode_articles, input_signature=[
+        ids, tf.TensorSpec([None], tf.int32), ids])
+    rows_of = lambda t: tf.TensorSpec([None] + t.shape[1:].as_list(), t.dtype)  # [A, ...]
+    encoded_spec = ({name: rows_of(v) for name, v in self.memory.items()},
+                    tuple(rows_of(s) for s in state))
+    self._admit = tf.function(self._admit_articles, input_signature=[
+        search_spec, tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32),
+        encoded_spec])
+    scalar = tf.TensorSpec([], tf.int32)
+    self._run = tf.function(self._run_in_slots, input_signature=[search_spec, scalar])
+    # The end of a stream: the searches still running, gathered into fewer rows.
+    self._run_gathered = tf.function(self._run_until_one_ends, input_signature=[
+        tf.nest.map_structure(rows_of, self._empty), encoded_spec[0], scalar])
+
+  def _encode_articles(self, enc_input, enc_len, enc_input_ext):
+    """Memory and step-0 decoder state of A articles (enc_input, enc_input_ext [A, L],
+    L <= max_enc_steps; enc_len [A]), padded to max_enc_steps positions: ([A, max_enc_steps,
+    ...] dict, [A, ...] tuple). One encoder pass for many articles, as a padded batch."""
+    memory, state = beam_search.encode(self.model, enc_input, enc_len, self.settings)
+    memory["ext_ids"] = enc_input_ext
+    pad = self.width - tf.shape(enc_input)[1]
+
+    def padded(value):  # [A, L, ...] -> [A, max_enc_steps, ...]; padding is masked (mask 0)
+      padding = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(value) - 2, 2], tf.int32)], 0)
+      return tf.pad(value, padding)
+
+    c, h, context, coverage = state
+    return ({name: padded(value) for name, value in memory.items()},
+            (c, h, context, padded(coverage)))
+
+  def _admit_articles(self, search, slots, picks, encoded):
+    """Starts the searches of the encoded articles `picks` [A] (rows of `encoded`, from
+    _encode) in `slots` [A]; returns the new search state."""
+    memory, state = tf.nest.map_structure(lambda t: tf.gather(t, picks), encoded)
+    memory, state = beam_search.tile_beams(memory, state, self.settings.beam_size)
+    k = self.settings.beam_size
+    rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1, 1])  # [A*K, 1]
+    for name, variable in self.memory.items():
+      variable.scatter_nd_update(rows, memory[name])  # [A*K, max_enc_steps, ...]
+    started = beam_search.search_state(state, tf.size(slots), self.width, self.settings)
+    out = {}
+    for name, value in search.items():
+      if name == "state":
+        out[name] = tuple(tf.tensor_scatter_nd_update(old, rows, new)
+                          for old, new in zip(value, started[name]))  # [S*K, ...]
+      else:
+        out[name] = tf.tensor_scatter_nd_update(value, slots[:, None], started[name])  # [S, ...]
+    return out
+
+  def _run_in_slots(self, search, max_oovs):
+    # Read here, not passed in: a tensor of a variable's value held outside would make the next
+    # in-place update copy the whole variable.
+    memory = {name: tf.convert_to_tensor(v) for name, v in self.memory.items()}
+    return self._run_until_one_ends(search, memory, max_oovs)
+
+  def _run_until_one_ends(self, search, memory, max_oovs):
+    """Advances every search until one more has ended (or all have); returns the search state
+    and every search's current winner."""
+    ended_before = tf.reduce_sum(tf.cast(beam_search.finished(search, self.settings), tf.int32))
+
+    def running(v):
+      ended = beam_search.finished(v, self.settings)
+      return tf.reduce_any(~ended) & tf.equal(tf.reduce_sum(tf.cast(ended, tf.int32)),
+                                              ended_before)
+
+    (search,) = tf.while_loop(
+        running,
+        lambda v: (beam_search.advance(self.model, memory, v, max_oovs, self.settings),),
+        (search,), maximum_iterations=self.settings.max_dec_steps)
+    return search, beam_search.winners(search, self.settings)
+
+  def decode(self, examples):
+    """Yields (example, result) for each of `examples` in their order.
+
+    examples: dicts with enc_input and enc_input_ext (int arrays of the article's length, at
+    most max_enc_steps) and num_oovs. result: as beam_search's outputs for one article
+    (tokens [max_dec_steps], length, score, log_prob, p_gens [max_dec_steps]), numpy.
+    Articles are encoded num_slots at a time, ahead of the slots that will take them.
+    """
+    examples = iter(examples)
+    slot_of = {}  # example index -> slot
+    waiting = {}  # example index -> example, admitted and not yet yielded
+    finished = {}  # example index -> result, not yet yielded (an earlier one still runs)
+    encoded, queue = None, []  # the last _encode output; its rows not yet admitted
+    next_index = next_out = 0
+    # The widest OOV list of every article admitted so far: ended slots keep their extended ids
+    # (and are still computed, then discarded). Wider than an article needs only adds columns
+    # of probability 0 to its final distribution.
+    max_oovs = 0
+    search = self._empty
+    memory = None  # None: the slots' variables; else the gathered memory of the last searches
+    rows_in_use = self.num_slots
+    exhausted = False
+    while True:
+      free = sorted(set(range(rows_in_use)) - set(slot_of.values()))
+      while free and not exhausted:
+        if not queue:
+          batch = list(itertools.islice(examples, self.num_slots))
+          if not batch:
+            exhausted = True
+            break
+          encoded = self._encode(*_padded(batch))
+          queue = list(enumerate(batch))
+        admitted, queue = queue[:len(free)], queue[len(free):]
+        slots, free = free[:len(admitted)], free[len(admitted):]
+        search = self._admit(search, np.array(slots, np.int32),
+                             np.array([row for row, _ in admitted], np.int32), encoded)
+        for slot, (_, example) in zip(slots, admitted):
+          max_oovs = max(max_oovs, int(example["num_oovs"]))
+          slot_of[next_index] = slot
+          waiting[next_index] = example
+          next_index += 1
+      if not slot_of:
+        break
+      if exhausted and rows_in_use > 1 and 2 * len(slot_of) <= rows_in_use:
+        # No article is left to take the ended slots: the searches still running go on alone.
+        order = sorted(slot_of, key=slot_of.get)
+        search, memory = self._gather(search, self.memory if memory is None else memory,
+                                      [slot_of[index] for index in order])
+        slot_of = {index: position for position, index in enumerate(order)}
+        rows_in_use = len(order)
+      if memory is None:
+        search, best = self._run(search, np.int32(max_oovs))
+      else:
+        search, best = self._run_gathered(search, memory, np.int32(max_oovs))
+      ended = beam_search.finished(search, self.settings).numpy()
+      best = {name: value.numpy() for name, value in best.items()}
+      for index, slot in list(slot_of.items()):
+        if ended[slot]:
+          finished[index] = {name: value[slot] for name, value in best.items()}
+          del slot_of[index]
+      while next_out in finished:
+        yield waiting.pop(next_out), finished.pop(next_out)
+        next_out += 1
+
+  def _gather(self, search, memory, slots):
+    """The search state and memory of `slots` alone, in that order."""
+    k = self.settings.beam_size
+    rows = (np.array(slots, np.int32)[:, None] * k + np.arange(k, dtype=np.int32)).reshape(-1)
+    memory = {name: tf.gather(value, rows) for name, value in memory.items()}  # [n*K, ...]
+    search = {name: (tuple(tf.gather(s, rows) for s in value) if name == "state"
+                     else tf.gather(value, slots))  # [n*K, ...] / [n, ...]
+              for name, value in search.items()}
+    return search, memory
+
+
+def _padded(examples):
+  """enc_input [A, L], enc_len [A], enc_input_ext [A, L] of examples padded to the longest."""
+  lengths = np.array([len(e["enc_input"]) for e in examples], np.int32)
+  enc_input = np.full([len(examples), lengths.max()], vocab_lib.PAD_ID, np.int32)
+  enc_input_ext = enc_input.copy()
+  for n, example in enumerate(examples):
+    enc_input[n, :lengths[n]] = example["enc_input"]
+    enc_input_ext[n, :lengths[n]] = example["enc_input_ext"]
+  return enc_input, lengths, enc_input_ext

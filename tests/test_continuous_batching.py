@@ -1,0 +1,72 @@
+"""Continuous batching: slots refilled as their searches end, and the last searches gathered
+into fewer rows, give every article the summary it gets decoded alone, in data order."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_gen import beam_search
+from pointer_gen import continuous_batching
+
+from test_beam_search import _articles
+from test_beam_search import _random_model
+
+MAX_ENC_STEPS = 9
+
+
+@pytest.mark.parametrize("first_step_context,block,seed", [("original", 0, 0), ("zeros", 2, 1)])
+def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, block, seed):
+  model = _random_model(pointer_gen=True, coverage=True, seed=seed)
+  enc_input, enc_len, ext, _ = _articles(10, MAX_ENC_STEPS, seed)
+  settings = beam_search.Settings(beam_size=3, max_dec_steps=8, min_dec_steps=1,
+                                  block_ngram_repeat=block,
+                                  first_step_context=first_step_context)
+  decoder = continuous_batching.SlotDecoder(model, settings, num_slots=3,
+                                            max_enc_steps=MAX_ENC_STEPS)
+  admitted = []
+  admit = decoder._admit
+  decoder._admit = lambda search, slots, *args: (admitted.append(list(slots)),
+                                                 admit(search, slots, *args))[1]
+  gathered = []  # sizes of the runs on the last searches alone
+  run_gathered = decoder._run_gathered
+  decoder._run_gathered = lambda search, *args: (gathered.append(len(search["step"])),
+                                                 run_gathered(search, *args))[1]
+  examples = [{"enc_input": enc_input[n, :enc_len[n]], "enc_input_ext": ext[n, :enc_len[n]],
+               "num_oovs": max(0, int(ext[n].max()) - model.vocab_size + 1), "index": n}
+              for n in range(len(enc_len))]
+  decoded = list(decoder.decode(examples))
+  assert [example["index"] for example, _ in decoded] == list(range(len(examples)))
+
+  ids = tf.TensorSpec([1, None], tf.int32)
+  alone = tf.function(lambda *a: beam_search.beam_search(model, *a, **vars(settings)),
+                      input_signature=[ids, tf.TensorSpec([1], tf.int32), ids,
+                                       tf.TensorSpec([], tf.int32)])
+  steps = []
+  for example, result in decoded:
+    n = example["index"]
+    want = alone(enc_input[n:n + 1, :enc_len[n]], enc_len[n:n + 1],
+                 ext[n:n + 1, :enc_len[n]], example["num_oovs"])
+    length = int(want["length"][0])
+    assert int(result["length"]) == length, f"article {n}"
+    np.testing.assert_array_equal(result["tokens"], want["tokens"][0].numpy())
+    np.testing.assert_allclose(result["log_prob"], want["log_prob"][0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result["p_gens"][:length], want["p_gens"][0, :length],
+                               rtol=1e-5, atol=1e-5)
+    steps.append(length)
+  # Articles of different lengths stopped at different steps, and slots were refilled one by
+  # one as their searches ended, not as a whole batch.
+  assert len(set(enc_len.tolist())) > 3 and len(set(steps)) > 1
+  assert admitted[0] == [0, 1, 2] and sum(map(len, admitted)) == len(examples)
+  assert any(len(slots) < 3 for slots in admitted[1:])
+  # The end of the stream ran on the last search alone (gathered out of the 3 slots).
+  assert gathered and set(gathered) == {1}
+
+
+def test_empty_stream_and_attention_are_handled():
+  model = _random_model(pointer_gen=True, coverage=False, seed=0)
+  settings = beam_search.Settings(beam_size=2, max_dec_steps=3, min_dec_steps=0)
+  decoder = continuous_batching.SlotDecoder(model, settings, num_slots=2, max_enc_steps=4)
+  assert list(decoder.decode([])) == []
+  with pytest.raises(ValueError, match="does not keep attention"):
+    continuous_batching.SlotDecoder(model, beam_search.Settings(2, 3, 0, keep_attention=True),
+                                    num_slots=2, max_enc_steps=4)

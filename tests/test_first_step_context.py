@@ -1,0 +1,171 @@
+"""--first_step_context (issue 17): the original's decode starts step 0 from an attention over
+the encoder's final state, which training never shows the model; `zeros` starts it as training
+does. A copy task shows what that costs a sharp model; a plain step-by-step decode shows that
+`zeros` changes nothing but step 0's input state and that `original` is today's decoder."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pointer_gen import beam_search
+from pointer_gen import config
+from pointer_gen import export
+from pointer_gen import model as model_lib
+from pointer_gen import train
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+from test_beam_search import _articles
+from test_beam_search import _random_model
+from test_beam_search import _reference_beam_search
+
+# The copy task: articles of COPY_LEN words from a 20-word vocabulary, with out-of-vocabulary
+# symbols at OOV_POSITIONS (each article its own, so only copying can produce them). The
+# summary is those symbols in that order, then the in-vocabulary word at position 2, [STOP].
+COPY_VOCAB = len(vocab_lib.SPECIALS) + 20
+COPY_LEN = 8
+OOV_POSITIONS = (1, 4, 6)
+WORD_POSITION = 2
+
+
+def _copy_task(num, seed):
+  rng = np.random.default_rng(seed)
+  enc_input = rng.integers(len(vocab_lib.SPECIALS), COPY_VOCAB, (num, COPY_LEN)).astype(np.int32)
+  enc_input_ext = enc_input.copy()
+  for k, position in enumerate(OOV_POSITIONS):
+    enc_input[:, position] = vocab_lib.UNK_ID
+    enc_input_ext[:, position] = COPY_VOCAB + k  # the article's k-th OOV
+  target = np.concatenate([enc_input_ext[:, list(OOV_POSITIONS) + [WORD_POSITION]],
+                           np.full([num, 1], vocab_lib.STOP_ID)], axis=1).astype(np.int32)
+  # The decoder is fed in-vocabulary ids only: copied OOVs come back as [UNK].
+  fed = np.where(target[:, :-1] >= COPY_VOCAB, vocab_lib.UNK_ID, target[:, :-1])
+  dec_input = np.concatenate([np.full([num, 1], vocab_lib.START_ID), fed], axis=1)
+  return {"enc_input": enc_input, "enc_input_ext": enc_input_ext,
+          "enc_len": np.full([num], COPY_LEN, np.int32), "dec_input": dec_input.astype(np.int32),
+          "target": target, "dec_len": np.full([num], target.shape[1], np.int32),
+          "num_oovs": np.full([num], len(OOV_POSITIONS), np.int32)}
+
+
+@pytest.fixture(scope="module")
+def copy_model():
+  """A pointer-generator trained with the library's train step until its loss is near zero."""
+  hps = config.HParams(hidden_dim=16, emb_dim=16, batch_size=32, lr=0.5, seed=0)
+  tf.keras.utils.set_random_seed(0)
+  model = model_lib.PointerGenerator.from_hparams(hps, COPY_VOCAB)
+  step = tf.Variable(0, dtype=tf.int64)
+  train_step = train.make_train_step(model, train.make_optimizer(hps), step, hps, COPY_VOCAB)
+  batches = iter(tf.data.Dataset.from_tensor_slices(_copy_task(4096, seed=1))
+                 .repeat().batch(hps.batch_size))
+  losses = [float(train_step(batches)["total_loss"]) for _ in range(300)]
+  return model, losses
+
+
+def _exact_match(model, articles, first_step_context):
+  result = beam_search.beam_search(
+      model, articles["enc_input"], articles["enc_len"], articles["enc_input_ext"],
+      len(OOV_POSITIONS), beam_size=4, max_dec_steps=6, min_dec_steps=0,
+      first_step_context=first_step_context)
+  tokens, length = result["tokens"].numpy(), result["length"].numpy()
+  return np.mean([list(tokens[n, :length[n]]) == list(articles["target"][n])
+                  for n in range(len(length))]), tokens
+
+
+def test_copy_task_decodes_only_with_the_training_first_step(copy_model):
+  model, losses = copy_model
+  assert np.mean(losses[-20:]) < 0.02, losses[-20:]
+  held_out = _copy_task(200, seed=7)
+  zeros, _ = _exact_match(model, held_out, "zeros")
+  assert zeros >= 0.95
+  # Measured 0.0: step 0's unseen context makes the model emit [STOP] at once, for every
+  # article (the summary is empty).
+  original, tokens = _exact_match(model, held_out, "original")
+  assert original <= 0.05
+  assert np.mean(tokens[:, 0] == vocab_lib.STOP_ID) >= 0.95
+
+
+def _initial_state(model, enc_input, enc_len, context=None, coverage=None):
+  """The encoder's reduced (c, h) with a given step-0 context and coverage (zeros if None)."""
+  states, features, mask, (c, h, zero_context, zero_coverage) = model.encode(enc_input,
+                                                                             enc_len)
+  context = zero_context if context is None else context
+  coverage = zero_coverage if coverage is None else coverage
+  return (c, h, context, coverage), (states, features, mask)
+
+
+def test_zeros_changes_only_the_first_step_inputs():
+  coverage = True
+  model = _random_model(pointer_gen=True, coverage=coverage, seed=1)
+  enc_input, enc_len, ext, num_oovs = _articles(4, 9, seed=1)
+  beam, max_steps, min_steps = 3, 7, 2
+  enc_input, enc_len, ext = enc_input[:1], enc_len[:1], ext[:1]  # one article
+
+  def compiled(**kwargs):
+    result = beam_search.beam_search(model, enc_input, enc_len, ext, num_oovs, beam, max_steps,
+                                     min_steps, **kwargs)
+    return (list(result["tokens"].numpy()[0, :result["length"].numpy()[0]]),
+            float(result["log_prob"].numpy()[0]))
+
+  # Step 0's inputs: zeros keeps the encoder's (c, h) and has zero context and coverage;
+  # original has the same (c, h) with the initial attention's context (and coverage).
+  zero_state, memory = _initial_state(model, enc_input, enc_len)
+  original_state = model.cell.initial_attention(zero_state, memory[1], memory[0], memory[2])
+  for zero_part, original_part in zip(zero_state[:2], original_state[:2]):
+    np.testing.assert_array_equal(zero_part.numpy(), original_part.numpy())
+  assert not np.any(zero_state[2].numpy()) and not np.any(zero_state[3].numpy())
+  assert np.any(original_state[2].numpy())
+  assert np.any(original_state[3].numpy()) == coverage
+
+  # The same plain step-by-step decode from either state gives each option's summary.
+  def plain(state):
+    best = _reference_beam_search(model, enc_input[0], enc_len[0], ext[0], num_oovs, beam,
+                                  max_steps, min_steps, initial_state=state)
+    return best.tokens[1:], sum(best.log_probs)
+
+  for option, state in (("zeros", zero_state), ("original", original_state)):
+    want_tokens, want_log_prob = plain(state)
+    got_tokens, got_log_prob = compiled(first_step_context=option)
+    assert got_tokens == want_tokens, option
+    assert got_log_prob == pytest.approx(want_log_prob, abs=1e-5), option
+  # `original` is the default, today's decoder; the article is one where the two differ.
+  assert compiled(first_step_context="original") == compiled()
+  assert plain(zero_state)[0] != plain(original_state)[0]
+
+
+def test_bad_first_step_context_is_a_clear_error():
+  with pytest.raises(DataError, match="--first_step_context=initial: expected one of "
+                                      "original, zeros"):
+    config.HParams(first_step_context="initial").validated()
+  model = _random_model(True, False, 0)
+  enc_input, enc_len, ext, num_oovs = _articles(1, 5, 0)
+  with pytest.raises(ValueError, match="first_step_context='initial'"):
+    beam_search.beam_search(model, enc_input, enc_len, ext, num_oovs, 2, 3, 0,
+                            first_step_context="initial")
+
+
+class _SearchCalled(Exception):
+  pass
+
+
+def test_export_records_and_uses_the_first_step_context(monkeypatch, tmp_path):
+  vocab = vocab_lib.Vocab([f"w{i}" for i in range(20)])
+  vocab_file = tmp_path / "vocab.txt"
+  vocab_file.write_text("".join(w + "\n" for w in vocab.words), encoding="utf-8")
+  hps = config.HParams(hidden_dim=4, emb_dim=4, vocab_size=len(vocab), max_enc_steps=COPY_LEN,
+                       first_step_context="zeros")
+  model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+  settings = export.recorded_settings(hps, len(vocab), "ckpt-400", 400)
+  assert settings["first_step_context"] == "zeros"
+  summarizer = export.Summarizer(model, str(vocab_file), hps, settings)
+  assert summarizer.settings()["first_step_context"].numpy() == b"zeros"
+  # The serving graph hands the option to the beam search (stopped there: tracing the whole
+  # search is what the export tests do, with the default).
+  seen = {}
+
+  def search(*args, **kwargs):
+    seen["first_step_context"] = args[-1] if len(args) == 12 else kwargs["first_step_context"]
+    raise _SearchCalled
+
+  monkeypatch.setattr(export.beam_search, "beam_search", search)
+  with pytest.raises(_SearchCalled):
+    summarizer.summarize(tf.constant(["w3 QQA w7"]))
+  assert seen == {"first_step_context": "zeros"}
