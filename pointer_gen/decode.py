@@ -18,6 +18,7 @@ from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
+from pointer_gen import stopping
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -125,7 +126,11 @@ class Progress:
 
 
 class SinglePassDecoder:
-  """Decodes a data set once, in order, into decode_.../{reference,decoded}; resumable."""
+  """Decodes a data set once, in order, into decode_.../{reference,decoded}; resumable.
+
+  `run` returns the metrics, or None if Ctrl-C or SIGTERM stopped it first (between batches;
+  each example's files are written whole).
+  """
 
   def __init__(self, hps, vocab, model, ckpt_path):
     self.hps, self.vocab, self.model = hps, vocab, model
@@ -174,18 +179,23 @@ class SinglePassDecoder:
     progress, first_done = Progress(total), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
       for example, result in decoder.decode(articles):
+        if stopping.requested():
+          break
         summary = Summary(self.vocab, result, example)
         # The log line goes before the decoded file, whose presence marks the example done:
         # a kill between the two then leaves a surplus line (dropped on resume), never a
         # decoded example without its line (which the resume refuses).
-        log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
-                              "steps": summary.num_steps}) + "\n")
-        log.flush()
-        self._write_example(done, summary)
+        with stopping.critical():
+          log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
+                                "steps": summary.num_steps}) + "\n")
+          log.flush()
+          self._write_example(done, summary)
         per_example.append(float(np.mean(summary.p_gens)))
         done += 1
         if (done - first_done) % self.hps.batch_size == 0 or done == total:
           logging.info("%s", progress.line(done))
+    if done < total and stopping.requested():
+      return None  # the same command resumes after the `done` examples written
     source.raise_if_failed()
     return self._finish(done, per_example, source.skips)
 
@@ -325,6 +335,8 @@ class ContinuousDecoder:
     last_load = time.time()
     count = 0
     for batch in dataset:
+      if stopping.requested():
+        break
       (example,) = examples([batch])
       (result,) = run_search(search, batch)
       summary = Summary(self.vocab, result, example)
@@ -332,7 +344,8 @@ class ContinuousDecoder:
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
       logging.info("REFERENCE SUMMARY: %s", " ".join(summary.reference))
       logging.info("GENERATED SUMMARY: %s", _marked(summary.words, summary.oovs))
-      self._write_attention(index, example, summary)
+      with stopping.critical():
+        self._write_attention(index, example, summary)
       index += 1
       count += 1
       if self.hps.max_decode_examples and count >= self.hps.max_decode_examples:
@@ -378,4 +391,5 @@ def run(hps, vocab):
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   checkpoints.restore_weights(model, ckpt_path)
   decoder_class = SinglePassDecoder if hps.single_pass else ContinuousDecoder
-  return decoder_class(hps, vocab, model, ckpt_path).run()
+  with stopping.until_stopped():
+    return decoder_class(hps, vocab, model, ckpt_path).run()

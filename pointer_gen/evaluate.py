@@ -104,6 +104,7 @@ class ConcurrentEvaluator:
         best, hps.eval_dir, max_to_keep=checkpoints.MAX_TO_KEEP,
         checkpoint_name=checkpoints.BEST_MODEL_NAME)
     self.num_scored = 0
+    self._batches = None
 
   def run(self):
     """Scores each new train checkpoint until Ctrl-C, SIGTERM, --eval_max_checkpoints or the
@@ -111,15 +112,20 @@ class ConcurrentEvaluator:
     returns the number scored."""
     hps = self.hps
     writer = tf.summary.create_file_writer(hps.eval_dir)
-    batches = iter(self.dataset)
+    # Kept until the evaluator goes: tearing it down waits for the input pipeline's threads.
+    self._batches = batches = iter(self.dataset)
     last_path = None
     with stopping.until_stopped():
       try:
-        while not hps.eval_max_checkpoints or self.num_scored < hps.eval_max_checkpoints:
-          last_path = self._wait_for_new_checkpoint(last_path)
-          step = self._load(last_path)
-          if step is None:
-            continue
+        while not stopping.requested() and (
+            not hps.eval_max_checkpoints or self.num_scored < hps.eval_max_checkpoints):
+          path = self._wait_for_new_checkpoint(last_path)
+          if path is None:  # stopped
+            break
+          last_path = path
+          step = self._load(path)
+          if step is None or stopping.requested():
+            continue  # a checkpoint deleted under us; or a stop, which ends the loop
           self._score_checkpoint(step, batches, writer)
           self.num_scored += 1
           # The trainer records where it stops (it may have been restarted with another value).
@@ -129,11 +135,12 @@ class ConcurrentEvaluator:
                          "(num_train_steps=%d); stopping.", step, final_step)
             break
       finally:
-        writer.flush()
+        with stopping.critical():
+          writer.flush()
     return self.num_scored
 
   def _wait_for_new_checkpoint(self, last_path):
-    """The newest train checkpoint once it differs from `last_path`.
+    """The newest train checkpoint once it differs from `last_path`; None on a stop.
 
     Only the newest is ever loaded: the trainer may write several between two looks, and
     scoring older ones would only fall further behind.
@@ -147,10 +154,12 @@ class ConcurrentEvaluator:
         logging.info("Waiting for a %scheckpoint in %s (looking every %g s).",
                      "new " if last_path else "", self.hps.train_dir, self.hps.eval_poll_secs)
         logged = True
-      time.sleep(self.hps.eval_poll_secs)
+      if stopping.wait(self.hps.eval_poll_secs):
+        return None
 
   def _load(self, path):
     """Restores `path` into the model; None if the trainer deleted it under us."""
+    stopping.pause_for_testing("load")
     try:
       return checkpoints.restore_weights(self.model, path)
     except (tf.errors.OpError, DataError) as e:
@@ -171,6 +180,7 @@ class ConcurrentEvaluator:
       if batch is None:
         self.source.raise_if_failed()
         raise DataError(f"--data_path={hps.data_path}: the validation data ended")
+      stopping.pause_for_testing("score")
       _, scalars = self.score(batch)
       loss = float(scalars["loss"])
       # Selection uses the NLL alone, as the original's: it stays comparable across
@@ -185,16 +195,21 @@ class ConcurrentEvaluator:
                   else "")
       logging.info("eval step %d: loss %.4f%s, running average %.4f (best %.4f)", step, loss,
                    coverage, self.selector.running_avg, self.selector.best)
+      if stopping.requested():
+        break
     writer.flush()
     if new_best:
       self.best_step.assign(step)
-      path = self.best_manager.save(checkpoint_number=step)
+      with stopping.critical():
+        stopping.pause_for_testing("save_best")
+        path = self.best_manager.save(checkpoint_number=step)
       logging.info("New best model (running average loss %.4f): saved %s", self.selector.best,
                    path)
 
 
 def wait_for_train_dir(hps):
-  """Returns once <run>/train exists; raises DataError naming it after TRAIN_DIR_WAIT_SECS.
+  """Returns once <run>/train exists or a stop is requested; raises DataError naming it after
+  TRAIN_DIR_WAIT_SECS.
 
   A new trainer records its run_config.json before it makes the train dir, so after this an eval
   started beside it finds the run's settings."""
@@ -207,13 +222,15 @@ def wait_for_train_dir(hps):
       raise DataError(f"{hps.train_dir} does not exist (waited {TRAIN_DIR_WAIT_SECS:g} s): no "
                       "trainer runs in this run directory; check --log_root and --exp_name, or "
                       "start --mode=train first")
-    time.sleep(min(hps.eval_poll_secs, 1.0))
+    if stopping.wait(min(hps.eval_poll_secs, 1.0)):
+      return
 
 
 def run_single_pass(hps, vocab):
   """Scores one checkpoint (--ckpt_path or the newest) on the whole data set once, in order.
 
-  Returns (path of the metrics JSON, its contents).
+  Returns (path of the metrics JSON, its contents), or None if Ctrl-C or SIGTERM stopped it
+  first (nothing is written then).
   """
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
@@ -226,11 +243,14 @@ def run_single_pass(hps, vocab):
   # Sums over the data set in float64, so that the means do not depend on the batching.
   totals = collections.defaultdict(float)
   num_examples = 0
-  for batch in dataset:
-    per_example, _ = score(batch)
-    for name, values in per_example.items():
-      totals[name] += float(np.sum(values.numpy(), dtype=np.float64))
-    num_examples += int(per_example["nll"].shape[0])
+  with stopping.until_stopped():
+    for batch in dataset:
+      if stopping.requested():
+        return None
+      per_example, _ = score(batch)
+      for name, values in per_example.items():
+        totals[name] += float(np.sum(values.numpy(), dtype=np.float64))
+      num_examples += int(per_example["nll"].shape[0])
   source.raise_if_failed()
   if not num_examples:
     raise DataError(f"--data_path={hps.data_path}: no example to evaluate")

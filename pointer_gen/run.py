@@ -6,6 +6,13 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from pointer_gen import stopping  # absl only: imported before TensorFlow
+
+if __name__ == "__main__":
+  # Before TensorFlow's import, which takes seconds: Ctrl-C or SIGTERM stops cleanly from the
+  # first moment (stopping.py).
+  stopping.install()
+
 from absl import app
 from absl import flags
 from absl import logging
@@ -100,6 +107,8 @@ def run_train(hps, vocab, strategy):
   if history:
     print(_curve_summary(history))
   print(f"Checkpoints and TensorBoard logs: {os.path.abspath(hps.train_dir)}")
+  # Before the trainer goes: tearing down its input pipeline would take seconds.
+  stopping.exit_if_requested()
 
 
 def run_checkpoint_utility(hps, vocab):
@@ -119,7 +128,10 @@ def run_checkpoint_utility(hps, vocab):
 
 def run_eval(hps, vocab):
   if hps.single_pass:
-    path, result = evaluate.run_single_pass(hps, vocab)
+    scored = evaluate.run_single_pass(hps, vocab)
+    if scored is None:  # stopped by Ctrl-C or SIGTERM
+      return
+    path, result = scored
     print(f"{result['checkpoint']}: loss {result['loss']:.4f} over {result['num_examples']} "
           f"examples ({result['num_target_tokens']} target tokens); metrics in {path}")
     return
@@ -127,6 +139,8 @@ def run_eval(hps, vocab):
   scored = evaluator.run()
   best = evaluator.best_manager.latest_checkpoint
   print(f"Scored {scored} checkpoints; best model: {best or 'none saved'}")
+  # Before the evaluator goes: tearing down its input pipeline would take seconds.
+  stopping.exit_if_requested()
 
 
 def _curve_summary(history):
@@ -149,6 +163,7 @@ def _curve_summary(history):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  stopping.exit_if_requested()  # a signal while TensorFlow was being imported
   try:
     hps = settle_hparams(FLAGS)
     train.configure_tensorflow(hps.debug)
@@ -159,6 +174,10 @@ def main(argv):
     vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
     if hps.mode != "export" and not utility:
       data.warn_if_many_oovs(hps, vocab)
+    if utility or hps.mode == "export":
+      # One-shot writes with their own clean-up: Ctrl-C interrupts them as usual.
+      stopping.exit_if_requested()
+      stopping.uninstall()
     if utility:
       run_checkpoint_utility(hps, vocab)
     elif hps.mode == "train":
@@ -169,6 +188,7 @@ def main(argv):
       export.run(hps, vocab)
     else:
       decode.run(hps, vocab)
+    stopping.exit_if_requested()
   except (DataError, OutputError, train.NonFiniteError) as e:
     logging.error("%s", e)
     print(f"error: {e}", file=sys.stderr)

@@ -171,6 +171,7 @@ class Trainer:
                                               checkpoint_name=checkpoints.CHECKPOINT_NAME)
     self.sources = []
     self.skipped_nonfinite = 0
+    self._iterator = None
 
   def restore(self):
     """Resumes from the newest checkpoint in the (chief's) train dir, if any; returns its path."""
@@ -217,8 +218,8 @@ class Trainer:
     step = int(self.step.numpy())
     # The state file is written only after a complete save: it still names the previous one.
     previous = checkpoints.newest(self.out_dir.path) or "none"
-    with _writing(self.out_dir.path, f"the checkpoint of step {step}; the newest complete "
-                  f"checkpoint is still {previous}"):
+    with stopping.critical(), _writing(self.out_dir.path, f"the checkpoint of step {step}; the "
+                                       f"newest complete checkpoint is still {previous}"):
       path = self.manager.save(checkpoint_number=step)
     if self.out_dir.chief:
       logging.info("Saved checkpoint %s", path)
@@ -245,8 +246,8 @@ class Trainer:
     return self.strategy.distribute_datasets_from_function(per_worker)
 
   def train(self, dataset=None, restored=False):
-    """Runs until --num_train_steps, Ctrl-C or SIGTERM; saves every checkpoint_secs and at exit.
-    `restored`: the caller has already called restore().
+    """Runs until --num_train_steps, Ctrl-C or SIGTERM (checked between steps); saves every
+    checkpoint_secs and at exit. `restored`: the caller has already called restore().
 
     Returns one dict of scalars per step run (step, loss, ...), for callers that report a curve.
     """
@@ -267,8 +268,10 @@ class Trainer:
     last_save = time.time()
     with stopping.until_stopped():
       try:
-        iterator = iter(dataset)
-        while not hps.num_train_steps or int(self.step.numpy()) < hps.num_train_steps:
+        # Kept until the trainer goes: tearing it down waits for the input pipeline's threads.
+        self._iterator = iterator = iter(dataset)
+        while not stopping.requested() and (
+            not hps.num_train_steps or int(self.step.numpy()) < hps.num_train_steps):
           start = time.time()
           try:
             scalars = {k: v.numpy() for k, v in train_step(iterator).items()}
@@ -289,9 +292,9 @@ class Trainer:
             self.save()
             last_save = time.time()
       finally:
-        with _writing(hps.train_dir, "TensorBoard summaries"):
+        with stopping.critical(), _writing(hps.train_dir, "TensorBoard summaries"):
           writer.flush()
-    self.save()
+      self.save()
     self.out_dir.cleanup()
     return history
 

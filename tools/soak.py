@@ -16,8 +16,9 @@ A `--mode=eval` process runs on the same run directory throughout. After every k
 - the eval process is still running.
 
 At the end training is resumed once more and stopped with SIGTERM, eval is stopped with SIGINT
-(it must exit 0 with no traceback), and eval/ is checked like train/. Then tests/test_fuzz.py
-runs with --fuzz_scale times its examples and the outcome counts are printed.
+(each must exit 0 with no traceback within STOP_TIMEOUT_SECS; the seconds are reported), and
+eval/ is checked like train/. Then tests/test_fuzz.py runs with --fuzz_scale times its examples
+and the outcome counts are printed.
 """
 
 import argparse
@@ -51,6 +52,9 @@ INTERVAL_SLACK_SECS = 2.0
 # Each process on one thread: trainer and evaluator share 2 cores with other work.
 _ENV = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 _START_TIMEOUT_SECS = 180
+# Train and eval stop within seconds of SIGINT or SIGTERM (pointer_gen/stopping.py): 5 s of
+# grace and a save, with room for a loaded machine.
+STOP_TIMEOUT_SECS = 30
 _LOG_TIME = r"^[IWEF](\d{4} \d\d:\d\d:\d\d\.\d{6}) "
 _STEP = re.compile(_LOG_TIME + r".*\] step (\d+): ", re.M)
 _SAVED = re.compile(_LOG_TIME + r".*\] Saved checkpoint \S+-(\d+)$", re.M)
@@ -226,9 +230,10 @@ def kill_soak(workdir, kills, seed, report=print):
       if k == kills:
         # The survivor: a few more steps, then a clean stop that must save and exit 0.
         trainer.wait_for(rf"\] step {resumed_at + 3}: ")
-        trainer.proc.send_signal(signal.SIGTERM)
-        if trainer.proc.wait(timeout=120) != 0 or "Traceback" in trainer.log():
-          raise SoakError(f"{trainer.log_path}: the last run did not stop cleanly on SIGTERM")
+        code, summary["train_stop_secs"] = _stop(trainer, signal.SIGTERM)
+        if code != 0 or "Traceback" in trainer.log():
+          raise SoakError(f"{trainer.log_path}: the last run did not stop cleanly on SIGTERM "
+                          f"(ended with {code})")
         break
       moment, killed_at = _kill(trainer, train_dir, rng, during_save=k % 2 == 0)
       summary["kills"] += 1
@@ -245,12 +250,7 @@ def kill_soak(workdir, kills, seed, report=print):
              f"{previous[1]}; {checked['checkpoints']} checkpoints readable; debris: "
              f"{checked['debris'] or 'none'}")
   finally:
-    evaluator.proc.send_signal(signal.SIGINT)
-    try:
-      code = evaluator.proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-      evaluator.proc.kill()
-      code = "killed after 120 s"
+    code, summary["eval_stop_secs"] = _stop(evaluator, signal.SIGINT)
   log = evaluator.log()
   if code != 0 or "Traceback" in log:
     summary["eval_failures"] += 1
@@ -266,6 +266,19 @@ def kill_soak(workdir, kills, seed, report=print):
     raise SoakError(f"the restarted trainer did not clear the debris of cut-off saves: "
                     f"{summary['debris_at_end']}")
   return summary
+
+
+def _stop(process, signum):
+  """Sends `signum`; returns the exit code (or how it was killed) and the seconds it took."""
+  process.proc.send_signal(signum)
+  start = time.time()
+  try:
+    code = process.proc.wait(timeout=STOP_TIMEOUT_SECS)
+  except subprocess.TimeoutExpired:
+    process.proc.kill()
+    process.proc.wait()
+    code = f"killed after {STOP_TIMEOUT_SECS} s"
+  return code, round(time.time() - start, 1)
 
 
 def _killed_run(text, resumed_at, killed_at):
