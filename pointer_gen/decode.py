@@ -29,13 +29,23 @@ _PER_EXAMPLE = "per_example.jsonl"
 
 
 def decode_dir_name(hps, ckpt_path):
-  """The original's directory name, e.g. decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-5."""
+  """The original's directory name, e.g. decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-5,
+  with a suffix for each search option off the original's default, so that decoding one
+  checkpoint both ways gives two directories instead of a refusal to overwrite the first."""
   base = os.path.basename(hps.data_path)
   split = next((s for s in ("train", "val", "test") if s in base), None)
   if split is None:
     split = re.sub(r"[^A-Za-z0-9]+", "", base.split(".")[0]) or "data"
+  extras = ""
+  if hps.first_step_context != "original":
+    extras += f"_{hps.first_step_context}ctx"
+  if hps.block_ngram_repeat:
+    extras += f"_block{hps.block_ngram_repeat}gram"
+  if hps.length_penalty_alpha is not None:
+    extras += f"_lp{hps.length_penalty_alpha:g}"
   return (f"decode_{split}_{hps.max_enc_steps}maxenc_{hps.beam_size}beam_"
-          f"{hps.min_dec_steps}mindec_{hps.max_dec_steps}maxdec_ckpt-{checkpoints.step_of(ckpt_path)}")
+          f"{hps.min_dec_steps}mindec_{hps.max_dec_steps}maxdec{extras}_"
+          f"ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
 def search_settings(hps, keep_attention=False):

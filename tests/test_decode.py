@@ -156,6 +156,10 @@ def test_decode_dir_name_follows_the_original():
                        beam_size=4, min_dec_steps=35, max_dec_steps=120)
   assert (decode.decode_dir_name(hps, "/logs/run/train/model.ckpt-238410")
           == "decode_test_400maxenc_4beam_35mindec_120maxdec_ckpt-238410")
+  # The search options that are off by default name themselves, so both ways can be decoded.
+  assert (decode.decode_dir_name(hps.replace(first_step_context="zeros", block_ngram_repeat=3,
+                                             length_penalty_alpha=0.6), "model.ckpt-7")
+          == "decode_test_400maxenc_4beam_35mindec_120maxdec_zerosctx_block3gram_lp0.6_ckpt-7")
 
 
 def test_decode_without_checkpoint_is_a_clear_error(tmp_path):
