@@ -16,6 +16,7 @@ import os
 import tensorflow as tf
 
 import pointer_gen
+from pointer_gen import metrics
 from pointer_gen.errors import DataError
 from pointer_gen.errors import make_output_dir
 
@@ -75,17 +76,8 @@ def write(hps, num_train_steps=None):
   values["tensorflow_version"] = tf.__version__
   make_output_dir(hps.run_dir)
   path = path_in(hps.run_dir)
-  tmp = f"{path}.tmp-{os.getpid()}"
-  try:
-    with open(tmp, "w", encoding="utf-8") as f:
-      f.write(json.dumps(dict(sorted(values.items())), indent=2, ensure_ascii=False) + "\n")
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
+  metrics.write_text_atomic(
+      path, json.dumps(dict(sorted(values.items())), indent=2, ensure_ascii=False) + "\n")
   return path
 
 
