@@ -73,6 +73,10 @@ class Encoder(keras.layers.Layer):
     recurrent_t = tf.transpose(recurrent)  # [4H, H]
     # The input projection of every position as one matmul before the loop.
     projected = tf.einsum("ble,eg->lbg", inputs, tf.convert_to_tensor(cell.kernel)) + cell.bias  # [L, B, 4H]
+    # The recurrent kernel's gradient, sum over steps of h_{t-1}^T d_gates_t, as one matmul
+    # after the loop: d_gates_t is the gradient of projected_t (see LateGradient).
+    late = LateGradient(_recurrent_kernel_gradient)
+    projected = late.attach(projected, recurrent)  # [L, B, 4H]
     # Read per step from TensorArrays: indexing the whole tensor in the loop would make its
     # gradient a full-size [L, ...] tensor at every step.
     projected = tf.TensorArray(dtype, size=length).unstack(projected)
@@ -93,28 +97,75 @@ class Encoder(keras.layers.Layer):
         lambda t, *_: t < length, body,
         [tf.constant(0), zeros, zeros, tf.TensorArray(dtype, size=length)],
         maximum_iterations=length if bounded else None)
-    return tf.transpose(outputs.stack(), [1, 0, 2]), (h, c)  # [B, L, H]
+    outputs = outputs.stack()  # [L, B, H]
+    late.set_inputs(outputs)
+    return tf.transpose(outputs, [1, 0, 2]), (h, c)  # [B, L, H]
 
   def get_config(self):
     return {**super().get_config(), "hidden_dim": self.hidden_dim,
             "rand_unif_init_mag": self.rand_unif_init_mag}
 
 
+class LateGradient:
+  """A gradient term summed over a loop's steps, computed once after the loop instead.
+
+  TensorFlow's loop gradient adds each step's gradient of a tensor every step reads (a weight,
+  the encoder states) to a running total: a product and a sum over that tensor at every step.
+  Where each step's term is a product of something the forward loop returns and the gradient
+  of something made before the loop, the sum over steps is one matmul after the loop.
+  `attach(value, source)` returns `value` unchanged, made before the loop; its gradient d
+  passes through and `gradient_fn(d, *inputs)` becomes `source`'s gradient, where `inputs`
+  are the loop's outputs, handed over with `set_inputs` once the loop has run. The loop's own
+  per-step terms for `source` must be left out (a None gradient), or they would count twice.
+  """
+
+  def __init__(self, gradient_fn):
+    self._gradient_fn = gradient_fn
+    self._inputs = None
+
+  def attach(self, value, source):
+
+    @tf.custom_gradient
+    def passthrough(value, source):
+      def gradient(d_value):
+        if self._inputs is None:
+          raise RuntimeError("LateGradient.set_inputs was not called before the gradient")
+        return d_value, self._gradient_fn(d_value, *self._inputs)
+
+      return tf.identity(value), gradient
+
+    return passthrough(value, source)
+
+  def set_inputs(self, *inputs):
+    self._inputs = inputs
+
+
+def _recurrent_kernel_gradient(d_gates, outputs):
+  """sum over t of h_{t-1}^T d_gates_t: d_gates, the gradient of every step's gates
+  [L, B, 4H]; outputs [L, B, H] (h_t at real steps; h_{-1} = 0) -> [H, 4H].
+
+  Past an article's end the gates have no effect (the state stays put), so their gradient is
+  zero and the outputs there (zeros) do not matter.
+  """
+  units = tf.shape(outputs)[2]
+  previous = tf.concat([tf.zeros_like(outputs[:1]), outputs[:-1]], axis=0)  # [L, B, H]
+  return tf.matmul(tf.reshape(previous, [-1, units]),
+                   tf.reshape(d_gates, [-1, 4 * units]), transpose_a=True)  # [H, 4H]
+
+
 @tf.custom_gradient
 def loop_matmul(x, kernel, kernel_t):
   """x @ kernel for a step of a loop: x [B, N], kernel [N, M], kernel_t its transpose [M, N],
-  made ONCE before the loop.
+  made ONCE before the loop. Only x gets a gradient here: the kernel's is summed after the
+  loop (LateGradient, _recurrent_kernel_gradient).
 
   The automatic gradient multiplies the output's gradient by the kernel with transpose_b at
   every step, and oneDNN re-lays-out the kernel each time: 445 us against 85 us for the same
-  [16, 1024] x [1024, 256] product with the transpose made once (2-core Zen 4). kernel_t gets
-  no gradient; the kernel's gradient is the usual x^T dy.
+  [16, 1024] x [1024, 256] product with the transpose made once (2-core Zen 4).
   """
 
   def gradient(d_output):  # [B, M]
-    return (tf.matmul(d_output, kernel_t),  # [B, N]
-            tf.matmul(x, d_output, transpose_a=True),  # [N, M]
-            None)
+    return tf.matmul(d_output, kernel_t), None, None  # [B, N]
 
   return tf.matmul(x, kernel), gradient  # [B, M]
 
@@ -161,13 +212,22 @@ def attention_scores(memory_features, query_features, v, coverage=None, w_c=None
 
   memory_features [B, L, U], query_features [B, U], v [U], coverage [B, L], w_c [1, U] ->
   scores [B, L]. This runs at every decoder step over [B, L, U], which is where training's
-  time goes: the dot with v is one matvec, and the backward pass reuses tanh's output and
+  time goes, and each pass over such a tensor costs about the same whatever it computes: the
+  dot with v is one matrix-vector product, and the backward pass reuses tanh's output and
   makes a single [B, L, U] tensor (the features' gradient) where the automatic gradient makes
   several broadcasts and products. Tests compare both against the plain formula's gradient.
   """
   if coverage is None:
     return _scores(memory_features, query_features, v)
   return _scores_with_coverage(memory_features, query_features, v, coverage, w_c)
+
+
+def _matvec(values, vector):
+  """values [B, L, U] . vector [U] -> [B, L], as one [B*L, U] x [U, 1] matmul: BatchMatMulV2
+  (tf.linalg.matvec) took 1.3x as long at [16, 400, 512] (2-core Xeon, AVX-512)."""
+  shape = tf.shape(values)
+  return tf.reshape(tf.matmul(tf.reshape(values, [-1, shape[2]]), vector[:, None]),
+                    shape[:2])  # [B, L]
 
 
 def _scores_backward(activations, d_scores, v):
@@ -193,7 +253,7 @@ def _scores(memory_features, query_features, v):
     d_features, d_v = _scores_backward(activations, d_scores, v)
     return d_features, tf.reduce_sum(d_features, axis=1), d_v
 
-  return tf.linalg.matvec(activations, v), gradient  # [B, L]
+  return _matvec(activations, v), gradient  # [B, L]
 
 
 @tf.custom_gradient
@@ -207,11 +267,14 @@ def _scores_with_coverage(memory_features, query_features, v, coverage, w_c):
 
   def gradient(d_scores):  # [B, L]
     d_features, d_v = _scores_backward(activations, d_scores, v)
-    return (d_features, tf.reduce_sum(d_features, axis=1), d_v,
-            tf.linalg.matvec(d_features, w_c[0]),  # [B, L]
-            _weighted_position_sum(d_features, coverage)[None, :])  # [1, U]
+    # The rows' gradient is the batched matmul's own: one pass over d_features gives both
+    # sum_i cov_i d_features_i (w_c's, per article) and sum_i d_features_i (the query's).
+    d_rows = tf.matmul(coefficients, d_features, transpose_a=True)  # [B, 2, U]
+    return (d_features, d_rows[:, 1], d_v,
+            _matvec(d_features, w_c[0]),  # [B, L]
+            tf.reduce_sum(d_rows[:, 0], axis=0, keepdims=True))  # [1, U]
 
-  return tf.linalg.matvec(activations, v), gradient  # [B, L]
+  return _matvec(activations, v), gradient  # [B, L]
 
 
 @tf.custom_gradient
@@ -228,6 +291,24 @@ def attention_context(attn, encoder_states):
             attn[:, :, None] * d_context[:, None, :])  # [B, L, D]
 
   return tf.linalg.matvec(encoder_states, attn, transpose_a=True), gradient
+
+
+@tf.custom_gradient
+def attention_context_late_states_gradient(attn, encoder_states):
+  """attention_context whose gradient for the states is left out: training's decoder loop
+  adds every step's at once after the loop (context_states_gradient), where at each step it
+  would cost an outer product and a running sum over [B, L, D]."""
+
+  def gradient(d_context):  # [B, D]
+    return tf.linalg.matvec(encoder_states, d_context), None  # [B, L]
+
+  return tf.linalg.matvec(encoder_states, attn, transpose_a=True), gradient
+
+
+def context_states_gradient(d_contexts, attn):
+  """The encoder states' gradient through every step's context, sum over t of a_t d_t^T:
+  d_contexts [T, B, D] (each step's context gradient), attn [B, T, L] -> [B, L, D]."""
+  return tf.matmul(attn, tf.transpose(d_contexts, [1, 0, 2]), transpose_a=True)  # [B, L, D]
 
 
 @keras.saving.register_keras_serializable("pointer_gen")
@@ -256,12 +337,16 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     """W_h h_i for every encoder position, computed once per article: [B, L, units]."""
     return self.memory_layer(encoder_states)
 
-  def call(self, query, memory_features, encoder_states, encoder_mask, coverage=None):
+  def call(self, query, memory_features, encoder_states, encoder_mask, coverage=None,
+           context_tap=None):
     """query [B, 2H] = [c; h]; features/states [B, L, 2H]; mask, coverage [B, L].
 
     Returns context [B, 2H] in the compute dtype and the attention distribution [B, L] in
     float32 (precision.OUTPUT_DTYPE): the scores and the context are bfloat16 under
     mixed_bfloat16 (the layer casts its inputs and weights), the softmax is not.
+    context_tap [B, 2H], zeros, is added to the context so that its gradient is the context's;
+    with it the states get no gradient here (training's loop adds them all after the loop:
+    PointerGenerator.call).
     """
     query_features = self.query_layer(query)  # [B, units]
     v = tf.convert_to_tensor(self.v)  # [units]
@@ -274,7 +359,12 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     attn = (tf.nn.softmax(tf.cast(scores, OUTPUT_DTYPE))
             * tf.cast(encoder_mask, OUTPUT_DTYPE))  # [B, L]
     attn /= tf.reduce_sum(attn, axis=1, keepdims=True)  # [B, L]
-    context = attention_context(tf.cast(attn, encoder_states.dtype), encoder_states)  # [B, 2H]
+    attn_weights = tf.cast(attn, encoder_states.dtype)  # [B, L]
+    if context_tap is None:
+      context = attention_context(attn_weights, encoder_states)  # [B, 2H]
+    else:
+      context = (attention_context_late_states_gradient(attn_weights, encoder_states)
+                 + context_tap)  # [B, 2H]
     return context, attn
 
   def get_config(self):
@@ -329,12 +419,14 @@ class PointerGeneratorCell(keras.layers.Layer):
     self.vocab_projection.build((None, None, h))
     super().build(input_shape)
 
-  def call(self, embedded_input, state, memory_features, encoder_states, encoder_mask):
+  def call(self, embedded_input, state, memory_features, encoder_states, encoder_mask,
+           context_tap=None):
     """One step of teacher forcing or beam search.
 
     embedded_input [B, E]: embedding of the previous word.
     state: (c, h) [B, H] each, previous context [B, 2H] (all three in the compute dtype),
     coverage [B, L] float32 (zeros if unused).
+    context_tap: see BahdanauCoverageAttention.call (training only).
     Returns (h [B, H], context [B, 2H], attn [B, L] float32, p_gen [B] float32 or None) and
     the new state.
     """
@@ -342,7 +434,7 @@ class PointerGeneratorCell(keras.layers.Layer):
     x = self.input_projection(tf.concat([embedded_input, context], axis=1))  # [B, E]
     h, (h, c) = self.lstm_cell(x, [h, c])  # [B, H]
     context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
-                                   encoder_mask, coverage)  # [B, 2H], [B, L]
+                                   encoder_mask, coverage, context_tap)  # [B, 2H], [B, L]
     p_gen = None
     if self.p_gen_layer is not None:
       p_gen_logit = self.p_gen_layer(tf.concat([context, c, h, x], axis=1))  # [B, 1]

@@ -88,10 +88,17 @@ class PointerGenerator(keras.Model):
     # A TensorArray, not indexing: see Encoder.call.
     embedded_by_step = tf.TensorArray(embedded.dtype, size=steps).unstack(
         tf.transpose(embedded, [1, 0, 2]))  # T x [B, E]
+    # Zeros added to every step's context: their gradient is the contexts' gradient, from
+    # which the states' gradient through all the contexts is one matmul after the loop.
+    late_states_gradient = layers.LateGradient(layers.context_states_gradient)
+    context_taps = late_states_gradient.attach(
+        tf.zeros([steps, tf.shape(states)[0], tf.shape(states)[2]], states.dtype),
+        states)  # [T, B, 2H]
+    context_taps = tf.TensorArray(states.dtype, size=steps).unstack(context_taps)
 
     def body(t, state, outputs_ta, contexts_ta, attn_ta, p_gen_ta):
       (output, context, attn, p_gen), state = self.cell(
-          embedded_by_step.read(t), state, features, states, mask)
+          embedded_by_step.read(t), state, features, states, mask, context_taps.read(t))
       outputs_ta = outputs_ta.write(t, output)
       contexts_ta = contexts_ta.write(t, context)
       attn_ta = attn_ta.write(t, attn)
@@ -110,6 +117,7 @@ class PointerGenerator(keras.Model):
     outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])  # [B, T, H]
     contexts = tf.transpose(contexts_ta.stack(), [1, 0, 2])  # [B, T, 2H]
     result = {"attn": tf.transpose(attn_ta.stack(), [1, 0, 2])}  # [B, T, L]
+    late_states_gradient.set_inputs(tf.cast(result["attn"], states.dtype))
     if real_steps_only:
       positions = tf.where(tf.sequence_mask(batch["dec_len"], steps))  # [R, 2]
       result["real_positions"] = tf.cast(positions, tf.int32)

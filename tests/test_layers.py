@@ -381,8 +381,9 @@ def test_initial_attention(coverage):
 
 
 def test_loop_matmul_gradient_equals_matmuls():
-  """loop_matmul's hand-written gradient (with the kernel transposed once) against the
-  automatic gradient of tf.matmul; the pre-transposed kernel receives none."""
+  """loop_matmul's hand-written gradient for x (with the kernel transposed once) against the
+  automatic gradient of tf.matmul; neither kernel gets one (the encoder sums the kernel's after
+  its loop: test_encoder_gradients_equal_the_plain_recurrence's)."""
   rng = np.random.default_rng(5)
   x = tf.constant(rng.normal(size=(3, 4)).astype(np.float32))
   kernel = tf.constant(rng.normal(size=(4, 6)).astype(np.float32))
@@ -393,11 +394,76 @@ def test_loop_matmul_gradient_equals_matmuls():
     ours = layers.loop_matmul(x, kernel, kernel_t)
     plain = tf.matmul(x, kernel)
   np.testing.assert_allclose(ours.numpy(), _np(x) @ _np(kernel), rtol=1e-5)
-  ours_grads = tape.gradient(ours, [x, kernel], output_gradients=d_out)
-  plain_grads = tape.gradient(plain, [x, kernel], output_gradients=d_out)
-  np.testing.assert_allclose(ours_grads[0].numpy(), _np(d_out) @ _np(kernel).T, rtol=1e-5)
-  np.testing.assert_allclose(ours_grads[1].numpy(), _np(x).T @ _np(d_out), rtol=1e-5)
-  for a, b in zip(ours_grads, plain_grads):
-    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
-  # Through the transposed copy only what the plain matmul's gradient gives: nothing extra.
+  ours_x = tape.gradient(ours, x, output_gradients=d_out)
+  np.testing.assert_allclose(ours_x.numpy(), _np(d_out) @ _np(kernel).T, rtol=1e-5)
+  np.testing.assert_allclose(ours_x.numpy(),
+                             tape.gradient(plain, x, output_gradients=d_out).numpy(), rtol=1e-5)
+  assert tape.gradient(ours, kernel, output_gradients=d_out) is None
   assert tape.gradient(ours, kernel_t, output_gradients=d_out) is None
+
+
+def test_late_gradient_needs_its_inputs():
+  late = layers.LateGradient(lambda d, x: d * x)
+  source = tf.constant([2.0])
+  with tf.GradientTape() as tape:
+    tape.watch(source)
+    value = late.attach(tf.constant([3.0]), source)
+  with pytest.raises(RuntimeError, match="set_inputs was not called"):
+    tape.gradient(value, source)
+
+
+def _plain_direction(cell, inputs, lengths):
+  """The textbook LSTM over each article alone, to its own length: outputs [B, L, H] (zeros
+  past the end) and the final (h, c)."""
+  kernel, recurrent, bias = (tf.convert_to_tensor(w) for w in
+                             (cell.kernel, cell.recurrent_kernel, cell.bias))
+  outputs, finals = [], []
+  for b, n in enumerate(lengths):
+    h = c = tf.zeros([1, H])
+    steps = []
+    for t in range(n):
+      z = inputs[b:b + 1, t] @ kernel + h @ recurrent + bias
+      i, f, g, o = tf.split(z, 4, axis=1)
+      c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+      h = tf.sigmoid(o) * tf.tanh(c)
+      steps.append(h[0])
+    steps += [tf.zeros([H])] * (inputs.shape[1] - n)
+    outputs.append(tf.stack(steps))
+    finals.append((h[0], c[0]))
+  return tf.stack(outputs), tuple(tf.stack(f) for f in zip(*finals))
+
+
+def test_encoder_gradients_equal_the_plain_recurrence():
+  """The encoder's loops (input projections before the loop, the recurrent kernel's gradient
+  summed after it) against the automatic gradient of a textbook LSTM run on each article."""
+  rng = np.random.default_rng(8)
+  encoder = layers.Encoder(H)
+  encoder.build((None, None, E))
+  _randomize(encoder, rng)
+  inputs = tf.constant(rng.normal(size=(B, L, E)).astype(np.float32))
+  mask = tf.constant(_mask() > 0)
+  d_states = tf.constant(rng.normal(size=(B, L, 2 * H)).astype(np.float32))
+  d_final = [tf.constant(rng.normal(size=(B, H)).astype(np.float32)) for _ in range(4)]
+
+  def loss_and_gradients(run):
+    with tf.GradientTape() as tape:
+      tape.watch(inputs)
+      states, fw, bw = run()
+      loss = tf.reduce_sum(states * d_states) + sum(
+          tf.reduce_sum(s * d) for s, d in zip(fw + bw, d_final))
+    return loss, tape.gradient(loss, [inputs] + encoder.trainable_variables)
+
+  def plain():
+    fw_out, fw = _plain_direction(encoder.fw_cell, inputs, ENC_LEN)
+    backward = tf.reverse_sequence(inputs, ENC_LEN, seq_axis=1, batch_axis=0)
+    bw_out, bw = _plain_direction(encoder.bw_cell, backward, ENC_LEN)
+    bw_out = tf.reverse_sequence(bw_out, ENC_LEN, seq_axis=1, batch_axis=0)
+    return tf.concat([fw_out, bw_out], axis=2), fw, bw
+
+  loss, grads = loss_and_gradients(lambda: encoder(inputs, mask))
+  plain_loss, plain_grads = loss_and_gradients(plain)
+  np.testing.assert_allclose(loss.numpy(), plain_loss.numpy(), rtol=1e-5)
+  assert len(grads) == 7  # inputs; kernel, recurrent kernel and bias of each direction
+  for ours, expected in zip(grads, plain_grads):
+    assert np.abs(expected.numpy()).max() > 1e-2
+    np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-4, atol=1e-5)
