@@ -76,11 +76,11 @@ def test_copy_task_decodes_only_with_the_training_first_step(copy_model):
   held_out = _copy_task(200, seed=7)
   zeros, _ = _exact_match(model, held_out, "zeros")
   assert zeros >= 0.95
-  # Measured 0.0: step 0's unseen context makes the model emit [STOP] at once, for every
-  # article (the summary is empty).
-  original, tokens = _exact_match(model, held_out, "original")
+  # Measured 0.0 with two trainings that differ only in rounding. How the unseen step-0
+  # context and coverage derail the model depends on the weights: one emitted [STOP] at once
+  # for every article, the other copied the third symbol in place of the second.
+  original, _ = _exact_match(model, held_out, "original")
   assert original <= 0.05
-  assert np.mean(tokens[:, 0] == vocab_lib.STOP_ID) >= 0.95
 
 
 def _initial_state(model, enc_input, enc_len, context=None, coverage=None):
