@@ -97,17 +97,21 @@ class Settings:
   block_ngram_repeat: int = 0
   length_penalty_alpha: float | None = None
   first_step_context: str = "original"
+  # The attention scores from one XLA kernel (layers.compiled_attention_scores): continuous
+  # batching's shapes are fixed, so it compiles once; exports stay plain TensorFlow.
+  compiled_attention: bool = False
 
 
 def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, max_dec_steps,
                 min_dec_steps, keep_attention=False, block_ngram_repeat=0,
-                length_penalty_alpha=None, first_step_context="original"):
+                length_penalty_alpha=None, first_step_context="original",
+                compiled_attention=False):
   """Decodes a batch of N articles.
 
   block_ngram_repeat=n > 0 forbids any hypothesis to repeat one of its n-grams,
   length_penalty_alpha ranks by GNMT's length penalty, and first_step_context="zeros" starts
   step 0 from training's zero context (see initial_decoder_state); all are extras, off by
-  default, so that summaries are the original's.
+  default, so that summaries are the original's. compiled_attention: see Settings.
 
   enc_input, enc_input_ext [N, L] int32; enc_len [N]; max_oovs: scalar, the widest OOV list.
   Returns tokens [N, max_dec_steps] (extended ids, [STOP] included if generated, [PAD] after),
@@ -116,7 +120,8 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
   if keep_attention, attn [N, max_dec_steps, L].
   """
   settings = Settings(beam_size, max_dec_steps, min_dec_steps, keep_attention,
-                      block_ngram_repeat, length_penalty_alpha, first_step_context)
+                      block_ngram_repeat, length_penalty_alpha, first_step_context,
+                      compiled_attention)
   memory, search = start(model, enc_input, enc_len, enc_input_ext, settings)
   (final,) = tf.while_loop(
       lambda v: tf.reduce_any(~finished(v, settings)),
@@ -203,7 +208,7 @@ def advance(model, memory, v, max_oovs, settings):
   previous = tf.where(previous >= vocab_size, vocab_lib.UNK_ID, previous)
   (output, context, attn, p_gen), new_state = model.cell(
       model.embedding(_merge(previous)), v["state"], memory["features"], memory["states"],
-      memory["mask"])
+      memory["mask"], compiled_scores=settings.compiled_attention)
   vocab_probs = tf.nn.softmax(model.cell.vocab_logits(output, context))  # [N*K, V]
   if p_gen is None:
     p_gen = tf.ones([tf.shape(output)[0]], dtype)  # [N*K]

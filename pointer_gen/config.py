@@ -100,6 +100,10 @@ def define_flags():
                 "and, with coverage, one extra coverage term from an attention over the "
                 "encoder's final state; zeros: a zero context and zero coverage, as training's "
                 "step 0.")
+  f.DEFINE_boolean("compiled_attention", True, "Single-pass decode: compute the attention "
+                   "scores with one XLA kernel (compiled once; about 2x faster at batch 32). "
+                   "XLA's tanh may differ from TensorFlow's in the last bit; "
+                   "--nocompiled_attention uses TensorFlow's ops, as export always does.")
   f.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
                 "tf.distribute strategy for training: one device, all local GPUs "
                 "(MirroredStrategy), several machines (MultiWorkerMirroredStrategy, reads "
@@ -174,6 +178,7 @@ class HParams:
   block_ngram_repeat: int = 0
   length_penalty_alpha: float | None = None
   first_step_context: str = "original"
+  compiled_attention: bool = True
   strategy: str = "default"
   tpu: str = ""
   skip_nonfinite_batches: bool = False

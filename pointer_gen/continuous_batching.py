@@ -9,8 +9,9 @@ variables of max_enc_steps positions, updated in place for the slots that take a
 the search state is a tensor per quantity, passed through three compiled functions: `_encode`
 (the next num_slots articles in one encoder pass), `_admit` (start encoded articles' searches in
 the slots that are free) and `_run` (advance every slot until one more search has ended).
-Once no article is left, the searches still running are gathered into fewer rows whenever at
-most half of the rows in use still run, so the end of a stream does not pay for ended slots.
+Once no article is left, the searches still running are gathered into fewer rows (a power of
+two) whenever at most half of the rows in use still run, so the end of a stream does not pay
+for ended slots.
 """
 
 import itertools
@@ -169,12 +170,17 @@ class SlotDecoder:
       if not slot_of:
         break
       if exhausted and rows_in_use > 1 and 2 * len(slot_of) <= rows_in_use:
-        # No article is left to take the ended slots: the searches still running go on alone.
+        # No article is left to take the ended slots: the searches still running go on alone,
+        # with ended slots added up to a power of two, so that the compiled step sees at most
+        # log2(num_slots) shapes (--compiled_attention compiles once per shape).
         order = sorted(slot_of, key=slot_of.get)
+        running = [slot_of[index] for index in order]
+        size = 1 << (len(running) - 1).bit_length()
+        ended_slots = sorted(set(range(rows_in_use)) - set(running))[:size - len(running)]
         search, memory = self._gather(search, self.memory if memory is None else memory,
-                                      [slot_of[index] for index in order])
+                                      running + ended_slots)
         slot_of = {index: position for position, index in enumerate(order)}
-        rows_in_use = len(order)
+        rows_in_use = size
       if memory is None:
         search, best = self._run(search, np.int32(max_oovs))
       else:

@@ -48,11 +48,11 @@ def decode_dir_name(hps, ckpt_path):
           f"ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
-def search_settings(hps, keep_attention=False):
+def search_settings(hps, keep_attention=False, compiled_attention=False):
   """Beam search's constants from the decode flags."""
   return beam_search.Settings(hps.beam_size, hps.max_dec_steps, hps.min_dec_steps,
                               keep_attention, hps.block_ngram_repeat, hps.length_penalty_alpha,
-                              hps.first_step_context)
+                              hps.first_step_context, compiled_attention)
 
 
 def make_search(model, hps, keep_attention=False):
@@ -183,8 +183,9 @@ class SinglePassDecoder:
     dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab), self.hps)
     # --batch_size searches side by side; each slot takes the next article as soon as its
     # search ends (continuous batching), and results come back in data order.
-    decoder = continuous_batching.SlotDecoder(self.model, search_settings(self.hps),
-                                              self.hps.batch_size, self.hps.max_enc_steps)
+    decoder = continuous_batching.SlotDecoder(
+        self.model, search_settings(self.hps, compiled_attention=self.hps.compiled_attention),
+        self.hps.batch_size, self.hps.max_enc_steps)
     articles = itertools.islice(examples(dataset), max(total - done, 0))
     progress, first_done = Progress(total), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
@@ -253,7 +254,7 @@ class SinglePassDecoder:
         "flags": {k: getattr(self.hps, k) for k in (
             "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
             "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
-            "length_penalty_alpha", "precision", "first_step_context",
+            "length_penalty_alpha", "precision", "first_step_context", "compiled_attention",
             # The run's settings as used (from run_config.json when not given).
             "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer", "lowercase",
             "data_format", "article_key", "abstract_key")},

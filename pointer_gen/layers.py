@@ -226,6 +226,19 @@ def attention_scores(memory_features, query_features, v, coverage=None, w_c=None
   return _scores_with_coverage(memory_features, query_features, v, coverage, w_c)
 
 
+@tf.function(jit_compile=True)
+def compiled_attention_scores(memory_features, query_features, v, coverage=None, w_c=None):
+  """attention_scores' values, without a gradient (decoding), as one XLA kernel: the sum, tanh
+  and dot with v in one pass over [B, L, U] where separate TensorFlow ops make four, 2.1x as
+  fast at [128, 400, 512] (2-core Xeon, AVX-512). XLA's tanh may differ from TensorFlow's in
+  the last bit. Compiled once per shape: continuous batching's shapes are fixed.
+  """
+  features = memory_features + query_features[:, None, :]  # [B, L, U]
+  if coverage is not None:
+    features += coverage[:, :, None] * w_c[0]
+  return tf.reduce_sum(tf.tanh(features) * v, axis=2)  # [B, L]
+
+
 def _matvec(values, vector):
   """values [B, L, U] . vector [U] -> [B, L], as one [B*L, U] x [U, 1] matmul: BatchMatMulV2
   (tf.linalg.matvec) took 1.3x as long at [16, 400, 512] (2-core Xeon, AVX-512)."""
@@ -348,7 +361,7 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     return self.memory_layer(encoder_states)
 
   def call(self, query, memory_features, encoder_states, encoder_mask, coverage=None,
-           context_tap=None):
+           context_tap=None, compiled_scores=False):
     """query [B, 2H] = [c; h]; features/states [B, L, 2H]; mask, coverage [B, L].
 
     Returns context [B, 2H] in the compute dtype and the attention distribution [B, L] in
@@ -356,15 +369,17 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     mixed_bfloat16 (the layer casts its inputs and weights), the softmax is not.
     context_tap [B, 2H], zeros, is added to the context so that its gradient is the context's;
     with it the states get no gradient here (training's loop adds them all after the loop:
-    PointerGenerator.call).
+    PointerGenerator.call). compiled_scores: the scores from compiled_attention_scores
+    (decoding only: it has no gradient).
     """
     query_features = self.query_layer(query)  # [B, units]
     v = tf.convert_to_tensor(self.v)  # [units]
+    scores_fn = compiled_attention_scores if compiled_scores else attention_scores
     if self.use_coverage and coverage is not None:
-      scores = attention_scores(memory_features, query_features, v, coverage,
-                                tf.convert_to_tensor(self.w_c))  # [B, L]
+      scores = scores_fn(memory_features, query_features, v, coverage,
+                         tf.convert_to_tensor(self.w_c))  # [B, L]
     else:
-      scores = attention_scores(memory_features, query_features, v)  # [B, L]
+      scores = scores_fn(memory_features, query_features, v)  # [B, L]
     # As the original: softmax over every position, zero the padding, renormalise.
     attn = (tf.nn.softmax(tf.cast(scores, OUTPUT_DTYPE))
             * tf.cast(encoder_mask, OUTPUT_DTYPE))  # [B, L]
@@ -430,13 +445,13 @@ class PointerGeneratorCell(keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, embedded_input, state, memory_features, encoder_states, encoder_mask,
-           context_tap=None):
+           context_tap=None, compiled_scores=False):
     """One step of teacher forcing or beam search.
 
     embedded_input [B, E]: embedding of the previous word.
     state: (c, h) [B, H] each, previous context [B, 2H] (all three in the compute dtype),
     coverage [B, L] float32 (zeros if unused).
-    context_tap: see BahdanauCoverageAttention.call (training only).
+    context_tap (training), compiled_scores (decoding): see BahdanauCoverageAttention.call.
     Returns (h [B, H], context [B, 2H], attn [B, L] float32, p_gen [B] float32 or None) and
     the new state.
     """
@@ -444,7 +459,8 @@ class PointerGeneratorCell(keras.layers.Layer):
     x = self.input_projection(tf.concat([embedded_input, context], axis=1))  # [B, E]
     h, (h, c) = self.lstm_cell(x, [h, c])  # [B, H]
     context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
-                                   encoder_mask, coverage, context_tap)  # [B, 2H], [B, L]
+                                   encoder_mask, coverage, context_tap,
+                                   compiled_scores=compiled_scores)  # [B, 2H], [B, L]
     p_gen = None
     if self.p_gen_layer is not None:
       p_gen_logit = self.p_gen_layer(tf.concat([context, c, h, x], axis=1))  # [B, 1]

@@ -172,6 +172,21 @@ def test_attention_scores_gradient_equals_the_plain_formulas(use_coverage):
     np.testing.assert_allclose(fast_grads[name].numpy(), grad.numpy(), atol=1e-5, err_msg=name)
 
 
+@pytest.mark.parametrize("use_coverage", [False, True])
+def test_compiled_attention_scores_equal_the_ops(use_coverage):
+  """The XLA kernel decode uses gives attention_scores' values (to float32 rounding)."""
+  rng = np.random.default_rng(3)
+  features = tf.constant(rng.normal(size=(B, L, 6)).astype(np.float32))
+  query = tf.constant(rng.normal(size=(B, 6)).astype(np.float32))
+  v = tf.constant(rng.normal(size=6).astype(np.float32))
+  extra = ((tf.constant(rng.uniform(0, 2, size=(B, L)).astype(np.float32)),
+            tf.constant(rng.normal(size=(1, 6)).astype(np.float32))) if use_coverage else ())
+  expected = layers.attention_scores(features, query, v, *extra).numpy()
+  np.testing.assert_allclose(layers.compiled_attention_scores(features, query, v, *extra),
+                             expected, rtol=1e-5, atol=1e-6)
+  assert np.abs(expected).max() > 0.5
+
+
 def test_attention_context_gradient_equals_einsums():
   rng = np.random.default_rng(12)
   attn = tf.constant(rng.uniform(size=(B, L)), tf.float32)
