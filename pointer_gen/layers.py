@@ -138,7 +138,9 @@ class LateGradient:
       def gradient(d_value):
         if self._inputs is None:
           raise RuntimeError("LateGradient.set_inputs was not called before the gradient")
-        return d_value, self._gradient_fn(d_value, *self._inputs)
+        # Named: these ops run after the loop, outside any of the model's scopes.
+        with tf.name_scope(self._gradient_fn.__name__.lstrip("_")):
+          return d_value, self._gradient_fn(d_value, *self._inputs)
 
       return tf.identity(value), gradient
 

@@ -1,6 +1,6 @@
 """Speed and memory of training and decoding at the paper's configuration, in one process.
 
-    python tools/benchmark.py [--quick] [--tiny] [--coverage] [--json_out=benchmark.json]
+    python tools/benchmark.py [--quick] [--tiny] [--coverage] [--notf1] [--json_out=benchmark.json]
 
 Prints a table and writes JSON: the matmul ceiling for the vocabulary projection's shape; the
 training step (median, min, max over --steps steps after warm-up) on real data
@@ -11,7 +11,12 @@ training and decode row is float32 unless its name ends in "mixed_bfloat16": tho
 (--bf16, default on) repeat the measurement with --precision=mixed_bfloat16, and the first row
 says whether the CPU has bfloat16 instructions (avx512_bf16 / amx_bf16 in /proc/cpuinfo). The
 scaling rows end with the step at max_enc_steps 800 / max_dec_steps 200 in each precision, each
-run in its own process so that its peak RSS is that step's alone.
+run in its own process so that its peak RSS is that step's alone. Unless --notf1, the float32
+training rows are followed by the original's formulation (tools/tf1_reference.py, a TF1 graph
+that needs tf-keras, run in its own process at the same sizes and --steps, warm-up 1) on
+full-length synthetic batches and on the real data, with its peak RSS; after the mixed_bfloat16
+training rows, pointer_gen's speed-up over it in each precision (the TF1 graph's median divided
+by pointer_gen's). Without tf-keras those rows say how to install it.
 Run it alone: the figures are only comparable when nothing else uses the CPU. --tiny shrinks
 every size to check the code paths in seconds (its figures mean nothing).
 """
@@ -20,7 +25,7 @@ import itertools
 import json
 import os
 import pathlib
-import resource
+import re
 import subprocess
 import sys
 import tempfile
@@ -48,6 +53,7 @@ from pointer_gen import model as model_lib
 from pointer_gen import precision
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
+from process_memory import peak_rss_gb  # tools/, next to this script
 
 VIETNEWS = REPO.parent / "shared" / "data" / "vietnews_bin"
 
@@ -69,6 +75,9 @@ flags.DEFINE_boolean("ablation", False, "Also time the full-length step with eac
 flags.DEFINE_string("json_out", "benchmark.json", "Where to write the results.")
 flags.DEFINE_boolean("bf16", True, "Also time training and decoding with "
                      "--precision=mixed_bfloat16.")
+flags.DEFINE_boolean("tf1", True, "Also time the original's formulation (tools/tf1_reference.py, "
+                     "a TF1 graph with coverage; needs tf-keras) on full-length and real batches, "
+                     "each in its own process.")
 flags.DEFINE_boolean("tiny", False, "Tiny model and lengths everywhere: checks every code path "
                      "in seconds (a smoke run; the figures mean nothing).")
 flags.DEFINE_string("long_step_json", "", "Internal: time only the long step (max_enc_steps 800 "
@@ -95,15 +104,15 @@ LONG_ENC_STEPS, LONG_DEC_STEPS = 800, 200
 # The model trained here for the trained-model decode rows: small enough to learn to stop in a
 # few hundred steps, so that its summaries end at different lengths.
 TRAINED = PAPER.replace(vocab_size=20000, emb_dim=64, hidden_dim=128)
+TF1_REFERENCE = REPO / "tools" / "tf1_reference.py"
+TF1_SIZES = ("batch_size", "max_enc_steps", "max_dec_steps", "vocab_size", "emb_dim", "hidden_dim")
+# The TF1 rows: results key (as in "train_<key>") and the name of the batches.
+TF1_DATA = (("real", "real data (vietnews)"), ("full_length", "full-length synthetic 400/100"))
 
 
 def stats(times):
   return {"median": float(np.median(times)), "min": float(np.min(times)),
           "max": float(np.max(times)), "n": len(times)}
-
-
-def peak_rss_gb():
-  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def matmul_ceiling(rows=1600, inner=256, cols=50000, repeats=5):
@@ -215,17 +224,20 @@ def trained_model(hps, vocab, steps):
   return trainer.model
 
 
-def time_continuous_decode(hps, vocab, model, slots, articles):
+def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attention=True):
   """Articles per second of single-pass decode with continuous batching over `slots` slots,
-  and the summaries' lengths (decoder steps)."""
+  and the summaries' lengths (decoder steps). The first `slots` articles and then the timed
+  ones are decoded once untimed first: that traces the compiled functions and compiles
+  --compiled_attention's kernel for every shape the timed run meets."""
   source = data.RecordSource(FLAGS.decode_data_path, single_pass=True)
   dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab),
                               hps.replace(single_pass=True), batch_size=slots)
   # Read first, so that the time holds no input work.
   examples = list(itertools.islice(decode.examples(dataset), slots + articles))
-  decoder = continuous_batching.SlotDecoder(model, decode.search_settings(hps), slots,
-                                            hps.max_enc_steps)
-  list(decoder.decode(examples[:slots]))  # traces the compiled functions
+  settings = decode.search_settings(hps, compiled_attention=compiled_attention)
+  decoder = continuous_batching.SlotDecoder(model, settings, slots, hps.max_enc_steps)
+  list(decoder.decode(examples[:slots]))
+  list(decoder.decode(examples[slots:]))
   start = time.perf_counter()
   lengths = [int(result["length"]) for _, result in decoder.decode(examples[slots:])]
   seconds = time.perf_counter() - start
@@ -274,19 +286,27 @@ def _project_every_step(call):
                                                                         for_xla)
 
 
-# Each optimisation and its plain formulation: (module, attribute, plain replacement factory).
+def _no_late_gradient(*_):
+  return None
+
+
+# Each optimisation and its plain formulation: a list of (module, attribute, plain replacement
+# factory) patched together.
 ABLATIONS = {
-    "encoder's recurrent matmul: automatic gradient": (
-        layers, "loop_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
-    "attention scores: automatic gradient": (
-        layers, "attention_scores", lambda _: _plain_scores),
-    "attention context: einsum": (
-        layers, "attention_context", lambda _: lambda a, h: tf.einsum("bl,bld->bd", a, h)),
-    "loss: gather after softmax": (
-        losses, "softmax_at",
-        lambda _: lambda logits, ids: tf.gather(tf.nn.softmax(logits), ids, batch_dims=1)),
-    "projection on padding steps too": (
-        model_lib.PointerGenerator, "call", _project_every_step),
+    "encoder's recurrent kernel: gradient summed in the loop": [
+        (layers, "loop_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
+        (layers, "_recurrent_kernel_gradient", lambda _: _no_late_gradient)],
+    "attention scores: automatic gradient": [
+        (layers, "attention_scores", lambda _: _plain_scores)],
+    "attention context: einsum, states' gradient summed in the loop": [
+        (layers, "attention_context_late_states_gradient",
+         lambda _: lambda a, h: tf.einsum("bl,bld->bd", a, h)),
+        (layers, "context_states_gradient", lambda _: _no_late_gradient)],
+    "loss: gather after softmax": [
+        (losses, "softmax_at",
+         lambda _: lambda logits, ids: tf.gather(tf.nn.softmax(logits), ids, batch_dims=1))],
+    "projection on padding steps too": [
+        (model_lib.PointerGenerator, "call", _project_every_step)],
 }
 
 
@@ -297,9 +317,9 @@ def ablation(hps, batches, rounds):
   spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
   steps = {}
   for name in ["all optimisations"] + list(ABLATIONS):
-    target, attribute, plain = ABLATIONS.get(name, (None, None, None))
-    if target is not None:
-      original = getattr(target, attribute)
+    patches = ABLATIONS.get(name, [])
+    originals = [getattr(target, attribute) for target, attribute, _ in patches]
+    for (target, attribute, plain), original in zip(patches, originals):
       setattr(target, attribute, plain(original))
     try:
       trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
@@ -309,7 +329,7 @@ def ablation(hps, batches, rounds):
                       .repeat())
       step(iterator)["loss"].numpy()  # traces with the replacement in place
     finally:
-      if target is not None:
+      for (target, attribute, _), original in zip(patches, originals):
         setattr(target, attribute, original)
     steps[name] = (step, iterator)
   times = {name: [] for name in steps}
@@ -359,6 +379,66 @@ def long_step(precision_name):
       return json.load(f)
 
 
+def missing_tf_keras(stderr):
+  """Whether a child failed for want of tf-keras, where TF1's LSTMCell lives in TF 2.x."""
+  return any(re.match(r"(ModuleNotFound|Import)Error: .*tf_keras", line)
+             for line in stderr.splitlines())
+
+
+def tf1_reference(hps, steps, data_args):
+  """Timing and peak RSS of the original's formulation at `hps`'s sizes, measured in a child
+  process (tools/tf1_reference.py sets TF_USE_LEGACY_KERAS before importing TensorFlow); None
+  without tf-keras."""
+  with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "tf1_reference.json")
+    argv = [sys.executable, str(TF1_REFERENCE), f"--steps={steps}", "--warmup=1",
+            f"--json_out={out}", *data_args,
+            *(f"--{name}={getattr(hps, name)}" for name in TF1_SIZES)]
+    child = subprocess.run(argv, stderr=subprocess.PIPE, text=True, check=False)
+    if child.returncode and missing_tf_keras(child.stderr):
+      return None
+    if child.returncode:
+      raise RuntimeError(f"tools/tf1_reference.py exited with {child.returncode}:\n"
+                         f"{child.stderr[-5000:]}")
+    with open(out, encoding="utf-8") as f:
+      return json.load(f)
+
+
+def tf1_rows(hps, steps, results, rows):
+  """The original's formulation on the float32 training rows' kinds of batches."""
+  data_args = {"real": (f"--data_path={FLAGS.data_path}", f"--vocab_path={FLAGS.vocab_path}"),
+               "full_length": ()}
+  for key, name in TF1_DATA:
+    timing = tf1_reference(hps, steps, data_args[key])
+    if timing is None:
+      results["tf1_real"] = results["tf1_full_length"] = None
+      rows.append(("original's formulation (TF1 graph)", "not run",
+                   "needs tf-keras: pip install -r requirements-test.txt (or --notf1)"))
+      return
+    results[f"tf1_{key}"] = timing
+    ratio = timing["median"] / results[f"train_{key}"]["median"]
+    rows.append((f"original's formulation (TF1 graph), {name}", f"{timing['median']:.2f} s",
+                 f"min {timing['min']:.2f} max {timing['max']:.2f}; peak RSS "
+                 f"{timing['peak_rss_gb']:.2f} GB; pointer_gen float32 is {ratio:.2f}x faster"))
+
+
+def speedup_rows(results, rows):
+  """pointer_gen's speed-up over the TF1 graph in each precision timed."""
+  results["speedup_over_tf1"] = {}
+  for key, name in TF1_DATA:
+    tf1 = results[f"tf1_{key}"]["median"]
+    ours = {"float32": results[f"train_{key}"]["median"]}
+    if f"train_{key}_bf16" in results:
+      ours["mixed_bfloat16"] = results[f"train_{key}_bf16"]["median"]
+    ratios = {precision_name: tf1 / median for precision_name, median in ours.items()}
+    results["speedup_over_tf1"][key] = ratios
+    rows.append((f"speed-up over the TF1 graph, {name}",
+                 " / ".join(f"{ratio:.2f}x" for ratio in ratios.values()),
+                 "TF1 graph's median / pointer_gen's: " + ", ".join(
+                     f"{precision_name} {tf1:.2f} / {median:.2f} s"
+                     for precision_name, median in ours.items())))
+
+
 def main(argv):
   del argv
   train.configure_tensorflow()
@@ -399,6 +479,8 @@ def main(argv):
                f"({100 * gflops / ceiling:.0f}% of ceiling)"))
   results["peak_rss_gb_after_training"] = peak_rss_gb()
   rows.append(("peak RSS after training", f"{results['peak_rss_gb_after_training']:.2f} GB", ""))
+  if FLAGS.tf1:
+    tf1_rows(hps, steps, results, rows)
 
   if FLAGS.bf16:
     bf16 = hps.replace(precision="mixed_bfloat16")
@@ -413,6 +495,8 @@ def main(argv):
     rows.append(("train step, full-length synthetic, mixed_bfloat16",
                  f"{full16['median']:.2f} s", f"min {full16['min']:.2f} max {full16['max']:.2f}; "
                  f"{full['median'] / full16['median']:.2f}x float32's speed"))
+  if results.get("tf1_real"):
+    speedup_rows(results, rows)
 
   decode_hps = hps.replace(mode="decode", beam_size=4, max_dec_steps=120, min_dec_steps=35)
   if FLAGS.tiny:
@@ -426,6 +510,16 @@ def main(argv):
   rows.append(("decode beam 4, 35-120 steps, batch 1", f"{one['articles_per_sec']:.2f} art/s", ""))
   rows.append((f"decode, batch {FLAGS.decode_batch}", f"{many['articles_per_sec']:.2f} art/s",
                f"{results['decode_speedup']:.1f}x batch 1"))
+  # Single-pass decode as users run it: continuous batching, the attention scores compiled
+  # (--compiled_attention, the default) and with TensorFlow's ops.
+  for compiled, name in ((True, "compiled attention"), (False, "--nocompiled_attention")):
+    timing = time_continuous_decode(decode_hps, vocab, trainer.model, FLAGS.decode_batch,
+                                    articles, compiled_attention=compiled)
+    results[f"decode_continuous_{'compiled' if compiled else 'ops'}"] = timing
+    rows.append((f"decode, continuous batching over {FLAGS.decode_batch} slots, {name}",
+                 f"{timing['articles_per_sec']:.2f} art/s",
+                 f"{1 / timing['articles_per_sec']:.3f} s/article; "
+                 f"{timing['articles_per_sec'] / one['articles_per_sec']:.1f}x batch 1"))
   if FLAGS.bf16:
     # The same initial weights (seed 0) as float32's decode.
     decode16 = decode_hps.replace(precision="mixed_bfloat16")

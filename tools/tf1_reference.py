@@ -2,6 +2,8 @@
 
     pip install -r requirements-test.txt     # tf-keras: TF1's LSTMCell lives there in TF 2.x
     python tools/tf1_reference.py [--steps=10] [--json_out=tf1_reference.json]
+    python tools/tf1_reference.py --data_path='../shared/data/vietnews_bin/chunked/train_*' \
+        --vocab_path=../shared/data/vietnews_bin/vocab
 
 The graph follows the original repository's structure in TF1 graph mode (tf.compat.v1): TF1's
 LSTMCell in bidirectional_dynamic_rnn, the reduce-states, an attention decoder unrolled in
@@ -9,17 +11,19 @@ Python (linear() on concatenated arguments, W_h and w_c as 1x1 convolutions, inp
 p_gen), a vocabulary projection and softmax per decoder step, the final distribution per step
 with scatter_nd, the masked losses, gradients clipped by global norm and Adagrad. It times a
 training step on full-length synthetic batches, the same batches as `tools/benchmark.py`'s
-"full-length synthetic" row, so that the two programs compare on one machine.
+"full-length synthetic" row, or with --data_path on the real-data row's batches, at the sizes
+given by the flags, so that the two programs compare on one machine. `tools/benchmark.py` runs
+it for its TF1 rows.
 
 The builders are also what tests/test_tf1_checkpoint.py uses to make a genuine TF1 checkpoint.
 Importing this module sets TF_USE_LEGACY_KERAS=1 before TensorFlow is imported: run it in its
 own process, never beside Keras 3 code.
 """
 
+import importlib.util
 import json
 import os
 import pathlib
-import resource
 import sys
 import time
 
@@ -37,6 +41,8 @@ from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
+
+from process_memory import peak_rss_gb  # tools/, next to this script
 
 
 def linear(args, output_size):
@@ -194,7 +200,8 @@ def synthetic_feeds(count, b, l, t, vocab_size):
 def real_feeds(count, data_path, vocab_path, b, l, t, vocab_size):
   """Batches of real data as the original feeds them: articles padded to the batch's longest,
   abstracts always padded to max_dec_steps. Read eagerly, before the TF1 graph exists; the
-  same batches, in the same order, as tools/benchmark.py's real-data row."""
+  same batches, in the same order, as tools/benchmark.py's real-data row. Returns the
+  vocabulary's size (the file may hold fewer than `vocab_size` words) and the feeds."""
   from pointer_gen import config  # pylint: disable=g-import-not-at-top
   from pointer_gen import data
   from pointer_gen import vocab as vocab_lib
@@ -203,25 +210,39 @@ def real_feeds(count, data_path, vocab_path, b, l, t, vocab_size):
                        pointer_gen=True, seed=0)
   dataset = data.make_dataset(data.RecordSource(data_path, seed=0), vocab.lookup_table(),
                               len(vocab), hps)
-  for batch in dataset.take(count):
-    feed = {k: batch[k].numpy() for k in ("enc_input", "enc_len", "dec_len")}
-    feed["enc_ext"] = batch["enc_input_ext"].numpy()
-    for name in ("dec_input", "target"):
-      padding = t - batch[name].shape[1]
-      feed[name] = np.pad(batch[name].numpy(), [[0, 0], [0, padding]],
-                          constant_values=vocab_lib.PAD_ID)
-    feed["max_oovs"] = int(batch["num_oovs"].numpy().max())
-    yield feed
+  return len(vocab), [original_feed(batch, t, vocab_lib.PAD_ID) for batch in dataset.take(count)]
+
+
+def original_feed(batch, t, pad_id):
+  """One pointer_gen batch as the original's feed: abstracts padded to `t` steps."""
+  feed = {k: batch[k].numpy() for k in ("enc_input", "enc_len", "dec_len")}
+  feed["enc_ext"] = batch["enc_input_ext"].numpy()
+  for name in ("dec_input", "target"):
+    padding = t - batch[name].shape[1]
+    feed[name] = np.pad(batch[name].numpy(), [[0, 0], [0, padding]], constant_values=pad_id)
+  feed["max_oovs"] = int(batch["num_oovs"].numpy().max())
+  return feed
+
+
+def require_tf_keras():
+  """Fails at once, naming the package: without it TensorFlow fails only when the graph
+  builds its first LSTMCell, with "Keras cannot be imported"."""
+  if importlib.util.find_spec("tf_keras") is None:
+    raise ImportError("tf_keras is missing (TF1's LSTMCell lives there in TF 2.x): "
+                      "pip install -r requirements-test.txt")
 
 
 def main(argv):
   del argv
+  require_tf_keras()
   f = flags.FLAGS
   v1 = tf.compat.v1
   b, l, t, vocab_size = f.batch_size, f.max_enc_steps, f.max_dec_steps, f.vocab_size
   count = f.warmup + f.steps
   if f.data_path:
-    feeds = list(real_feeds(count, f.data_path, f.vocab_path, b, l, t, vocab_size))
+    # The copy ids of out-of-vocabulary words start at the vocabulary's size: the graph's must
+    # be the one the batches were made with.
+    vocab_size, feeds = real_feeds(count, f.data_path, f.vocab_path, b, l, t, vocab_size)
   else:
     feeds = list(synthetic_feeds(count, b, l, t, vocab_size))
   max_oovs = max(feed.pop("max_oovs", 0) for feed in feeds)
@@ -252,7 +273,7 @@ def main(argv):
   result = {"median": float(np.median(times)), "min": float(np.min(times)),
             "max": float(np.max(times)), "n": len(times), "last_loss": float(loss),
             "graph_build_seconds": build_seconds,
-            "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+            "peak_rss_gb": peak_rss_gb()}
   data_name = f"real data {f.data_path}" if f.data_path else f"full-length {l}/{t}"
   print(f"original's formulation (TF1 graph), {data_name}, batch {b}, vocab "
         f"{vocab_size}: {result['median']:.2f} s per step (min {result['min']:.2f}, max "

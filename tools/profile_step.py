@@ -1,0 +1,238 @@
+"""Where the time of one training step goes, at the paper's configuration.
+
+    python tools/profile_step.py [--nocoverage] [--real_data] [--precision=mixed_bfloat16]
+        [--tiny] [--noserial] [--logdir=DIR] [--top=25] [--json_out=profile_step.json]
+
+Builds the training step as tools/benchmark.py times it (its sizes; full-length synthetic
+400/100 batches, or with --real_data vietnews batches from --data_path), runs --warmup steps,
+traces the next one with tf.profiler into --logdir (TensorBoard's profile plugin opens it) and
+prints: the traced step's wall time; the total time of its TensorFlow ops (the rest of the wall
+time is spent between ops); the op time of each part of the step (encoder, decoder loop,
+vocabulary projection, loss and the rest, each forward and backward, and the optimizer update)
+with its costliest op types; the --top ops by time, each summed over its executions (a loop's
+op runs once per iteration). Writes the same as JSON to --json_out.
+By default (--serial) the step runs with one inter-op thread
+(tf.config.threading.set_inter_op_parallelism_threads(1)), so that no two ops share the 2 cores
+and inflate each other's durations; its wall time is then a serial step's, not benchmark.py's.
+--tiny shrinks every size to check the code in seconds (its figures mean nothing). Run it
+alone: other work on the CPU inflates every duration.
+"""
+
+import collections
+import json
+import os
+import pathlib
+import re
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO = pathlib.Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+  sys.path.insert(0, str(REPO))
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+import numpy as np
+import tensorflow as tf
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+import benchmark  # tools/, next to this script: its configurations, batches and data flags
+from pointer_gen import data
+from pointer_gen import precision
+from pointer_gen import train
+from pointer_gen import vocab as vocab_lib
+
+FLAGS = flags.FLAGS
+flags.DEFINE_boolean("real_data", False, "Trace a step on vietnews batches (--data_path, "
+                     "--vocab_path) instead of a full-length synthetic one.")
+flags.DEFINE_enum("precision", "float32", list(precision.PRECISIONS), "Compute precision.")
+flags.DEFINE_boolean("serial", True, "One inter-op thread: ops do not share the cores, so "
+                     "each op's duration is its own.")
+flags.DEFINE_string("logdir", "", "Where the trace goes (empty: a new temporary directory).")
+flags.DEFINE_integer("top", 25, "How many individual ops to list.")
+FLAGS.set_default("json_out", "profile_step.json")
+# benchmark.py's flags that apply here, so that --helpshort lists them.
+for _name in ("coverage", "tiny", "warmup", "data_path", "vocab_path", "json_out"):
+  flags.declare_key_flag(_name)
+
+# The parts of the step, in the order printed.
+PARTS = ("encoder fwd", "encoder bwd", "decoder loop fwd", "decoder loop bwd", "projection fwd",
+         "projection bwd", "loss and other fwd", "other bwd", "optimizer")
+LEGEND = ("encoder: BiLSTM, reduce_state, W_h features, and the recurrent kernels' gradient "
+          "after the loop; decoder loop: attention with coverage, LSTM cell, p_gen, and the "
+          "encoder states' gradient through every context after the loop; projection: "
+          "output_hidden and vocab_projection of the real steps; loss and other: embeddings, "
+          "glue around the loops, losses (softmax at the targets, copy distribution, coverage), "
+          "and the gradients' norm and clipping; optimizer: Adagrad update, step counter")
+OPTIMIZER = ("Adagrad", "adagrad", "ResourceApply", "AssignAdd")
+# Each part's ops by name; the late gradients' scopes are their functions' names.
+ENCODER = ("encoder", "/W_h", "/reduce_state", "recurrent_kernel_gradient")
+DECODER_LOOP = ("/while/", "while_grad", "context_states_gradient")
+PROJECTION = ("vocab_projection", "output_hidden")
+
+
+def backward_ops(step, iterator):
+  """Names of the ops the step made from its gradient computation on. The tape's own are named
+  gradient_tape/..., but custom gradients' ops, the zeros for unconnected gradients and the
+  clipping have no scope that says so."""
+  ops = step.get_concrete_function(iterator).graph.get_operations()  # in the order made
+  first = next(i for i, op in enumerate(ops) if op.name.startswith("gradient_tape/"))
+  return {op.name for op in ops[first:]}
+
+
+def part(name, backward):
+  """The part of the step an op belongs to, from its name (scope path)."""
+  if any(marker in name for marker in OPTIMIZER):
+    return "optimizer"
+  direction = " bwd" if backward else " fwd"
+  for prefix, markers in (("encoder", ENCODER), ("decoder loop", DECODER_LOOP),
+                          ("projection", PROJECTION)):
+    if any(marker in name for marker in markers):
+      return prefix + direction
+  return "other bwd" if backward else "loss and other fwd"
+
+
+def build_step(hps, vocab_size, batches, count):
+  """The training step as benchmark.time_training builds it, and an iterator over `count`
+  batches made beforehand (so that no input work lands in the trace)."""
+  vocab = vocab_lib.Vocab([f"w{i}" for i in range(vocab_size - 4)])
+  trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
+  step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, vocab_size)
+  prepared = [next(batches) for _ in range(count)]
+  spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
+  iterator = iter(tf.data.Dataset.from_generator(lambda: prepared, output_signature=spec))
+  return step, iterator, prepared
+
+
+def traced_step(step, iterator, logdir):
+  """Runs one step under the profiler; returns its wall time in seconds."""
+  # Level 3 traces the ops the executor deems cheap too: at the default 2 a varying part of the
+  # loops' small ops (AddN, TensorList*) is missing from the trace.
+  options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)
+  tf.profiler.experimental.start(logdir, options)
+  start = time.perf_counter()
+  step(iterator)["loss"].numpy()
+  seconds = time.perf_counter() - start
+  tf.profiler.experimental.stop()
+  return seconds
+
+
+def read_trace(logdir):
+  """The newest trace under logdir."""
+  paths = sorted(pathlib.Path(logdir).glob("plugins/profile/*/*.xplane.pb"))
+  space = xplane_pb2.XSpace()
+  space.ParseFromString(paths[-1].read_bytes())
+  return space
+
+
+def op_events(space):
+  """(op name, op type, seconds) of every op the step ran. Ops run on the inter-op threads
+  (tf_Compute), each event named "name:type"; the executor's own events there are not ops."""
+  for plane in space.planes:
+    if plane.name != "/host:CPU":
+      continue
+    names = {key: meta.name for key, meta in plane.event_metadata.items()}
+    for line in plane.lines:
+      if not line.name.startswith("tf_Compute"):
+        continue
+      for event in line.events:
+        full = names[event.metadata_id]
+        if ":" not in full or "::" in full or full.startswith("ExecutorState"):
+          continue
+        name, op_type = full.rsplit(":", 1)
+        yield name, op_type, event.duration_ps / 1e12
+
+
+def short_name(name):
+  """The op's name without what many share, so that one op's executions add up: layers and ops
+  get numbered copies (_1, _2); a loop's op is named after the loop, then body/_N/ or cond/_N/,
+  then its own name; everything is under pointer_generator/; a gradient inside a loop repeats
+  the loop's path after "gradients/"."""
+  name = re.sub(r"_\d+(?=/|$)", "", name)
+  name = re.sub(r"^.*/(body|cond)//", "", name).replace("pointer_generator/", "")
+  return re.sub(r"^gradient_tape/(.*?)/gradients/\1/", r"gradient_tape/\1/", name)
+
+
+def breakdown(space, backward, top):
+  """Op time per part with its costliest op types, and the `top` ops by time."""
+  seconds = collections.Counter()
+  types = collections.defaultdict(collections.Counter)
+  ops = collections.Counter()
+  counts = collections.Counter()
+  for name, op_type, duration in op_events(space):
+    where = part(name, name.startswith("gradient_tape/") or name in backward)
+    seconds[where] += duration
+    types[where][op_type] += duration
+    key = f"{short_name(name)}:{op_type}"
+    ops[key] += duration
+    counts[key] += 1
+  total = sum(seconds.values())
+  parts = {where: {"ms": 1e3 * seconds[where], "percent": 100 * seconds[where] / total,
+                   "top_types_ms": {t: 1e3 * s for t, s in types[where].most_common(4)}}
+           for where in PARTS}
+  top_ops = [{"op": key, "ms": 1e3 * s, "executions": counts[key]}
+             for key, s in ops.most_common(top)]
+  return total, parts, top_ops
+
+
+def report(results):
+  config = results["config"]
+  print(f"traced step ({config['data']}, batch {config['batch_size']}, "
+        f"{config['enc_steps']}/{config['dec_steps']} steps, {config['real_dec_steps']} real "
+        f"decoder steps, {config['precision']}, {'' if config['coverage'] else 'no '}coverage"
+        f"{', serial' if config['serial'] else ''}): {1e3 * results['wall_s']:.0f} ms wall, "
+        f"{results['op_ms']:.0f} ms op time")
+  width = max(len(where) for where in PARTS)
+  for where, entry in results["parts"].items():
+    kinds = ", ".join(f"{t} {ms:.0f}" for t, ms in entry["top_types_ms"].items())
+    print(f"  {where:<{width}}  {entry['ms']:6.0f} ms  {entry['percent']:5.1f}%  {kinds}")
+  print(f"({LEGEND})")
+  print(f"top {len(results['top_ops'])} ops (ms, executions, name:type):")
+  for entry in results["top_ops"]:
+    print(f"  {entry['ms']:7.1f}  {entry['executions']:5d}  {entry['op'][-100:]}")
+
+
+def make_batches(hps):
+  """The vocabulary size and an endless iterator of --real_data or full-length synthetic
+  batches, as benchmark.py's rows make them."""
+  if FLAGS.real_data:
+    vocab = vocab_lib.Vocab.from_file(FLAGS.vocab_path, hps.vocab_size)
+    return len(vocab), benchmark.real_batches(hps, vocab)
+  rng = np.random.default_rng(0)
+  return hps.vocab_size, iter(lambda: benchmark.synthetic_batch(hps, hps.vocab_size, rng), None)
+
+
+def main(argv):
+  del argv
+  if FLAGS.serial:
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+  train.configure_tensorflow()
+  base = benchmark.TINY if FLAGS.tiny else benchmark.PAPER
+  hps = base.replace(coverage=FLAGS.coverage, precision=FLAGS.precision)
+  vocab_size, batches = make_batches(hps)
+  step, iterator, prepared = build_step(hps, vocab_size, batches, FLAGS.warmup + 1)
+  for _ in range(FLAGS.warmup):
+    step(iterator)["loss"].numpy()
+  logdir = FLAGS.logdir or tempfile.mkdtemp(prefix="profile_step_")
+  wall = traced_step(step, iterator, logdir)
+  total, parts, top_ops = breakdown(read_trace(logdir), backward_ops(step, iterator), FLAGS.top)
+  batch = prepared[-1]
+  results = {"config": {"data": "vietnews" if FLAGS.real_data else "synthetic",
+                        "coverage": FLAGS.coverage, "precision": FLAGS.precision,
+                        "tiny": FLAGS.tiny, "serial": FLAGS.serial,
+                        "batch_size": int(batch["enc_input"].shape[0]),
+                        "enc_steps": int(batch["enc_input"].shape[1]),
+                        "dec_steps": int(batch["dec_input"].shape[1]),
+                        "real_dec_steps": int(tf.reduce_sum(batch["dec_len"]))},
+             "logdir": logdir, "wall_s": wall, "op_ms": 1e3 * total, "parts": parts,
+             "top_ops": top_ops}
+  report(results)
+  with open(FLAGS.json_out, "w", encoding="utf-8") as f:
+    json.dump(results, f, indent=2)
+  print(f"Trace in {logdir}; wrote {FLAGS.json_out}")
+
+
+if __name__ == "__main__":
+  app.run(main)
