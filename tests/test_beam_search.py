@@ -143,3 +143,35 @@ def test_top_k_equals_tf_top_k(width, k, levels):
   want_top, want_ids = tf.math.top_k(values, k)
   np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
   np.testing.assert_array_equal(top.numpy(), want_top.numpy())
+
+
+@pytest.mark.parametrize("pointer,seed,ties", [(True, 0, False), (True, 1, True), (False, 2, False)])
+def test_top_of_final_distribution_equals_top_k_of_the_distribution(pointer, seed, ties):
+  """The candidates' top k against top_k over the whole final distribution: repeated article
+  ids (their attention summed), OOV ids, best vocabulary ids that are also in the article, and
+  (ties) equal logits and equal attention, so that equal probabilities meet at the cut."""
+  rng = np.random.default_rng(seed)
+  rows, vocab, length, oovs, k = 6, 40, 9, 3, 8
+  logits = rng.normal(0.0, 2.0, (rows, vocab))
+  attn = rng.random((rows, length))
+  if ties:
+    logits = np.round(logits)
+    attn = np.round(attn * 2.0)
+  attn = attn / attn.sum(axis=1, keepdims=True)
+  ext = rng.integers(0, vocab + oovs, (rows, length))
+  ext[:, 1] = ext[:, 4]  # a repeated id in every row
+  ext[0, 2] = np.argmax(logits[0])  # the best vocabulary id also in the article
+  p_gen = rng.random(rows) if pointer else None
+  args = [tf.constant(a, tf.float32) for a in (logits, attn)]
+  dist = tf.nn.softmax(args[0])
+  if pointer:
+    dist = layers.final_distribution(dist, args[1], tf.constant(p_gen, tf.float32),
+                                     tf.constant(ext, tf.int32), oovs)
+  want_top, want_ids = tf.math.top_k(dist, k)
+  top, ids = beam_search.top_of_final_distribution(
+      args[0], args[1], None if p_gen is None else tf.constant(p_gen, tf.float32),
+      tf.constant(ext, tf.int32), k)
+  np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
+  np.testing.assert_allclose(top.numpy(), want_top.numpy(), rtol=1e-6)
+  if pointer:
+    assert (ids.numpy() >= vocab).any()  # some copied OOVs made the top k
