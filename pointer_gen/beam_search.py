@@ -107,27 +107,26 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, ext_ids, k):
   building the [M, V + N] distribution: k values [M, k] and extended ids [M, k] int32.
 
   An id outside the article has probability p_gen * P_vocab, so the k best ids are among the k
-  best vocabulary ids (by logit) and the article's own ids. Those candidates alone get their
-  probability (p_gen * P_vocab where in the vocabulary, plus the attention on the id summed
-  over its positions), and the best k of them are chosen with ties going to the lower id, as
-  top_k over the whole distribution does. Where two different logits give the same rounded
-  probability at the cut, the higher logit is kept. At 256 rows x 20,004 ids this replaces the
-  softmax, padding, scatter and top-k passes over the distribution with a max and an exp-sum.
+  best vocabulary ids and the article's own ids. Those candidates alone get their probability
+  (p_gen * P_vocab where in the vocabulary, plus the attention on the id summed over its
+  positions), and the best k of them are chosen with ties going to the lower id, as top_k over
+  the whole distribution does. (Where p_gen * P_vocab rounds two different P_vocab to one value
+  at the cut, the larger P_vocab is kept.) This replaces the padding, scatter and top-k passes
+  over [M, V + N] with a top-k over [M, V] and work over [M, L].
 
   vocab_logits [M, V], attn [M, L], p_gen [M] (None: no copying), ext_ids [M, L].
   """
   rows, vocab_size = tf.shape(vocab_logits)[0], tf.shape(vocab_logits)[1]
-  largest = tf.reduce_max(vocab_logits, axis=1, keepdims=True)  # [M, 1]
-  total = tf.reduce_sum(tf.exp(vocab_logits - largest), axis=1, keepdims=True)  # [M, 1]
+  vocab_probs = tf.nn.softmax(vocab_logits)  # [M, V]
+  best_probs, best = top_k(vocab_probs, k)  # [M, k]
+  if p_gen is None:
+    return best_probs, best
 
   def vocab_prob(ids):  # ids [M, C] -> P_vocab(id) [M, C], 0 outside the vocabulary
-    in_vocab = ids < vocab_size
-    logits = tf.gather(vocab_logits, tf.where(in_vocab, ids, 0), batch_dims=1)
-    return tf.where(in_vocab, tf.exp(logits - largest) / total, 0.0)
+    in_vocab = (ids >= 0) & (ids < vocab_size)
+    return tf.where(in_vocab, tf.gather(vocab_probs, tf.where(in_vocab, ids, 0), batch_dims=1),
+                    0.0)
 
-  _, best = top_k(vocab_logits, k)  # [M, k]
-  if p_gen is None:
-    return vocab_prob(best), best
   # The attention on each distinct article id: positions sorted by id, summed per run.
   length = tf.shape(ext_ids)[1]
   order = tf.argsort(ext_ids, axis=1, stable=True)  # [M, L]
@@ -143,19 +142,21 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, ext_ids, k):
       tf.reshape(sorted_ids, [-1]), segments, rows * length), [rows, length])  # [M, L]
   is_run = tf.range(length)[None, :] < tf.reduce_sum(tf.cast(starts, tf.int32), axis=1,
                                                       keepdims=True)  # [M, L]
-  article_probs = (p_gen[:, None] * vocab_prob(tf.where(is_run, article_ids, 0))
+  article_probs = (p_gen[:, None] * vocab_prob(article_ids)
                    + (1.0 - p_gen)[:, None] * copied)  # [M, L]
   # A best vocabulary id that is also in the article is counted once, with the article's.
   in_article = tf.reduce_any(
       (best[:, :, None] == article_ids[:, None, :]) & is_run[:, None, :], axis=2)  # [M, k]
   ids = tf.concat([best, article_ids], axis=1)  # [M, k + L]
-  probs = tf.concat([p_gen[:, None] * vocab_prob(best), article_probs], axis=1)
+  probs = tf.concat([p_gen[:, None] * best_probs, article_probs], axis=1)  # [M, k + L]
   valid = tf.concat([~in_article, is_run], axis=1)  # [M, k + L]
-  probs = tf.where(valid, probs, float("-inf"))
-  # In id order, so that top_k's ties go to the lower id.
-  by_id = tf.argsort(tf.where(valid, ids, tf.int32.max), axis=1, stable=True)  # [M, k + L]
-  top, position = tf.math.top_k(tf.gather(probs, by_id, batch_dims=1), k)  # [M, k]
-  return top, tf.gather(tf.gather(ids, by_id, batch_dims=1), position, batch_dims=1)
+  # One int64 key per candidate, larger for a larger probability, then for a lower id: the
+  # bits of a non-negative float32 order as the float does.
+  keys = (tf.cast(tf.bitcast(probs, tf.int32), tf.int64) * 2**32
+          + tf.cast(tf.int32.max - ids, tf.int64))  # [M, k + L]
+  _, position = tf.math.top_k(tf.where(valid, keys, -1), k)  # [M, k]
+  return (tf.gather(probs, position, batch_dims=1),
+          tf.gather(ids, position, batch_dims=1))
 
 
 def initial_decoder_state(model, state, features, states, mask, first_step_context):
@@ -184,9 +185,15 @@ class Settings:
   block_ngram_repeat: int = 0
   length_penalty_alpha: float | None = None
   first_step_context: str = "original"
-  # The attention scores from one XLA kernel (layers.compiled_attention_scores): continuous
+  # The attention scores from one XLA kernel (layers.compiled_attention_scores), with the
+  # encoder states and features stored once per article, not once per hypothesis: continuous
   # batching's shapes are fixed, so it compiles once; exports stay plain TensorFlow.
   compiled_attention: bool = False
+
+
+# The memory an article's hypotheses share when Settings.compiled_attention; the mask and the
+# extended ids are per row (per hypothesis) always.
+SHARED_MEMORY = ("states", "features")
 
 
 def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, max_dec_steps,
@@ -230,20 +237,23 @@ def start(model, enc_input, enc_len, enc_input_ext, settings):
   """Encodes N articles and sets up their searches at step 0.
 
   Returns memory, what the decoder attends to and copies from (encoder states and W_h features
-  [N*K, L, 2H], mask [N*K, L], extended ids [N*K, L]; each article's K rows side by side), and
+  [N*K, L, 2H] ([N, L, 2H] with settings.compiled_attention), mask [N*K, L], extended ids
+  [N*K, L]; each article's K rows side by side), and
   the search state: per article a step counter [N] and its live hypotheses and results.
   """
   memory, state = encode(model, enc_input, enc_len, settings)
   memory["ext_ids"] = enc_input_ext
-  memory, state = tile_beams(memory, state, settings.beam_size)
+  memory, state = tile_beams(memory, state, settings)
   return memory, search_state(state, tf.shape(enc_input)[0], tf.shape(enc_input)[1], settings)
 
 
-def tile_beams(memory, state, beam_size):
+def tile_beams(memory, state, settings):
   """Memory and decoder state of N articles repeated for their K hypotheses: [N, ...] ->
-  [N*K, ...], every article's K rows side by side."""
-  tile = lambda t: tf.repeat(t, beam_size, axis=0)
-  return {name: tile(t) for name, t in memory.items()}, tuple(tile(s) for s in state)
+  [N*K, ...], every article's K rows side by side; with settings.compiled_attention the
+  SHARED_MEMORY stays [N, ...]."""
+  tile = lambda t: tf.repeat(t, settings.beam_size, axis=0)
+  return ({name: t if settings.compiled_attention and name in SHARED_MEMORY else tile(t)
+           for name, t in memory.items()}, tuple(tile(s) for s in state))
 
 
 def search_state(state, articles, length, settings, step=0):
@@ -295,7 +305,8 @@ def advance(model, memory, v, max_oovs, settings):
   previous = tf.where(previous >= vocab_size, vocab_lib.UNK_ID, previous)
   (output, context, attn, p_gen), new_state = model.cell(
       model.embedding(_merge(previous)), v["state"], memory["features"], memory["states"],
-      memory["mask"], compiled_scores=settings.compiled_attention)
+      memory["mask"], compiled_scores=settings.compiled_attention,
+      beams=k if settings.compiled_attention else 1)
   vocab_logits = model.cell.vocab_logits(output, context)  # [N*K, V]
   if settings.block_ngram_repeat:
     # Blocking zeroes ids anywhere in the distribution: it needs the whole of it.

@@ -37,12 +37,15 @@ class SlotDecoder:
     dtype = model.compute_dtype
     hidden = model.hidden_dim
     units = 2 * hidden  # the attention's W_h features
-    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1. An empty slot's mask is all
-    # ones so that its (discarded) attention stays finite.
+    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; with compiled attention the
+    # states and features are [S, max_enc_steps, ...], row s (beam_search.SHARED_MEMORY). An
+    # empty slot's mask is all ones so that its (discarded) attention stays finite.
+    shared = num_slots if settings.compiled_attention else rows
     self.memory = {
-        "states": tf.Variable(tf.zeros([rows, max_enc_steps, 2 * hidden], dtype),
+        "states": tf.Variable(tf.zeros([shared, max_enc_steps, 2 * hidden], dtype),
                               trainable=False),
-        "features": tf.Variable(tf.zeros([rows, max_enc_steps, units], dtype), trainable=False),
+        "features": tf.Variable(tf.zeros([shared, max_enc_steps, units], dtype),
+                                trainable=False),
         "mask": tf.Variable(tf.ones([rows, max_enc_steps], dtype), trainable=False),
         "ext_ids": tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32), trainable=False),
     }
@@ -89,11 +92,12 @@ class SlotDecoder:
     """Starts the searches of the encoded articles `picks` [A] (rows of `encoded`, from
     _encode) in `slots` [A]; returns the new search state."""
     memory, state = tf.nest.map_structure(lambda t: tf.gather(t, picks), encoded)
-    memory, state = beam_search.tile_beams(memory, state, self.settings.beam_size)
+    memory, state = beam_search.tile_beams(memory, state, self.settings)
     k = self.settings.beam_size
     rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1, 1])  # [A*K, 1]
     for name, variable in self.memory.items():
-      variable.scatter_nd_update(rows, memory[name])  # [A*K, max_enc_steps, ...]
+      variable.scatter_nd_update(slots[:, None] if self._shared(name) else rows,
+                                 memory[name])  # [A(*K), max_enc_steps, ...]
     started = beam_search.search_state(state, tf.size(slots), self.width, self.settings)
     out = {}
     for name, value in search.items():
@@ -195,11 +199,16 @@ class SlotDecoder:
         yield waiting.pop(next_out), finished.pop(next_out)
         next_out += 1
 
+  def _shared(self, name):
+    """Whether memory `name` has a row per slot (else a row per hypothesis)."""
+    return self.settings.compiled_attention and name in beam_search.SHARED_MEMORY
+
   def _gather(self, search, memory, slots):
     """The search state and memory of `slots` alone, in that order."""
     k = self.settings.beam_size
     rows = (np.array(slots, np.int32)[:, None] * k + np.arange(k, dtype=np.int32)).reshape(-1)
-    memory = {name: tf.gather(value, rows) for name, value in memory.items()}  # [n*K, ...]
+    memory = {name: tf.gather(value, slots if self._shared(name) else rows)
+              for name, value in memory.items()}  # [n(*K), ...]
     search = {name: (tuple(tf.gather(s, rows) for s in value) if name == "state"
                      else tf.gather(value, slots))  # [n*K, ...] / [n, ...]
               for name, value in search.items()}

@@ -229,16 +229,24 @@ def attention_scores(memory_features, query_features, v, coverage=None, w_c=None
 
 
 @tf.function(jit_compile=True)
-def compiled_attention_scores(memory_features, query_features, v, coverage=None, w_c=None):
+def compiled_attention_scores(memory_features, query_features, v, coverage=None, w_c=None,
+                              beams=1):
   """attention_scores' values, without a gradient (decoding), as one XLA kernel: the sum, tanh
-  and dot with v in one pass over [B, L, U] where separate TensorFlow ops make four, 2.1x as
-  fast at [128, 400, 512] (2-core Xeon, AVX-512). XLA's tanh may differ from TensorFlow's in
-  the last bit. Compiled once per shape: continuous batching's shapes are fixed.
+  and dot with v in one pass where separate TensorFlow ops make four, 2.1x as fast at
+  [128, 400, 512] (2-core Xeon, AVX-512). XLA's tanh may differ from TensorFlow's in the last
+  bit. Compiled once per shape: continuous batching's shapes are fixed.
+
+  memory_features [N, L, U] are shared by `beams` consecutive rows of query_features
+  [N*beams, U] and coverage [N*beams, L] (beam search's hypotheses of one article): each
+  article's features are read once for all its hypotheses. Returns [N*beams, L].
   """
-  features = memory_features + query_features[:, None, :]  # [B, L, U]
+  shape = tf.shape(memory_features)
+  articles, length, units = shape[0], shape[1], shape[2]
+  features = (memory_features[:, None]
+              + tf.reshape(query_features, [articles, beams, 1, units]))  # [N, K, L, U]
   if coverage is not None:
-    features += coverage[:, :, None] * w_c[0]
-  return tf.reduce_sum(tf.tanh(features) * v, axis=2)  # [B, L]
+    features += tf.reshape(coverage, [articles, beams, length, 1]) * w_c[0]
+  return tf.reshape(tf.reduce_sum(tf.tanh(features) * v, axis=3), [-1, length])  # [N*K, L]
 
 
 def _matvec(values, vector):
@@ -312,10 +320,13 @@ def attention_context(attn, encoder_states):
   return _weighted_states(attn, encoder_states), gradient
 
 
-def _weighted_states(attn, encoder_states):
-  """sum_i a_i h_i as a [B, 1, L] x [B, L, D] batched matmul: tf.linalg.matvec with
+def _weighted_states(attn, encoder_states, beams=1):
+  """sum_i a_i h_i: attn [N*beams, L], encoder_states [N, L, D] shared by `beams` consecutive
+  rows -> [N*beams, D]; as an [N, beams, L] x [N, L, D] batched matmul: tf.linalg.matvec with
   transpose_a took 1.7x as long at [16, 400, 512] (2-core Xeon, AVX-512)."""
-  return tf.matmul(attn[:, None, :], encoder_states)[:, 0]  # [B, D]
+  shape = tf.shape(encoder_states)
+  return tf.reshape(tf.matmul(tf.reshape(attn, [shape[0], beams, shape[1]]), encoder_states),
+                    [-1, shape[2]])  # [N*beams, D]
 
 
 @tf.custom_gradient
@@ -363,7 +374,7 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     return self.memory_layer(encoder_states)
 
   def call(self, query, memory_features, encoder_states, encoder_mask, coverage=None,
-           context_tap=None, compiled_scores=False):
+           context_tap=None, compiled_scores=False, beams=1):
     """query [B, 2H] = [c; h]; features/states [B, L, 2H]; mask, coverage [B, L].
 
     Returns context [B, 2H] in the compute dtype and the attention distribution [B, L] in
@@ -372,22 +383,29 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     context_tap [B, 2H], zeros, is added to the context so that its gradient is the context's;
     with it the states get no gradient here (training's loop adds them all after the loop:
     PointerGenerator.call). compiled_scores: the scores from compiled_attention_scores
-    (decoding only: it has no gradient).
+    (decoding only: it has no gradient); with it, beams > 1 means that features and states
+    [N, L, 2H] are shared by `beams` consecutive rows of the query, mask and coverage
+    [N*beams, ...] (beam search).
     """
+    if beams > 1 and not compiled_scores:
+      raise ValueError("memory shared by several beams needs compiled_scores")
     query_features = self.query_layer(query)  # [B, units]
     v = tf.convert_to_tensor(self.v)  # [units]
-    scores_fn = compiled_attention_scores if compiled_scores else attention_scores
-    if self.use_coverage and coverage is not None:
-      scores = scores_fn(memory_features, query_features, v, coverage,
-                         tf.convert_to_tensor(self.w_c))  # [B, L]
+    coverage_args = ((coverage, tf.convert_to_tensor(self.w_c))
+                     if self.use_coverage and coverage is not None else ())
+    if compiled_scores:
+      scores = compiled_attention_scores(memory_features, query_features, v, *coverage_args,
+                                         beams=beams)  # [B, L]
     else:
-      scores = scores_fn(memory_features, query_features, v)  # [B, L]
+      scores = attention_scores(memory_features, query_features, v, *coverage_args)  # [B, L]
     # As the original: softmax over every position, zero the padding, renormalise.
     attn = (tf.nn.softmax(tf.cast(scores, OUTPUT_DTYPE))
             * tf.cast(encoder_mask, OUTPUT_DTYPE))  # [B, L]
     attn /= tf.reduce_sum(attn, axis=1, keepdims=True)  # [B, L]
     attn_weights = tf.cast(attn, encoder_states.dtype)  # [B, L]
-    if context_tap is None:
+    if beams > 1:
+      context = _weighted_states(attn_weights, encoder_states, beams)  # [B, 2H]
+    elif context_tap is None:
       context = attention_context(attn_weights, encoder_states)  # [B, 2H]
     else:
       context = (attention_context_late_states_gradient(attn_weights, encoder_states)
@@ -447,13 +465,14 @@ class PointerGeneratorCell(keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, embedded_input, state, memory_features, encoder_states, encoder_mask,
-           context_tap=None, compiled_scores=False):
+           context_tap=None, compiled_scores=False, beams=1):
     """One step of teacher forcing or beam search.
 
     embedded_input [B, E]: embedding of the previous word.
     state: (c, h) [B, H] each, previous context [B, 2H] (all three in the compute dtype),
     coverage [B, L] float32 (zeros if unused).
-    context_tap (training), compiled_scores (decoding): see BahdanauCoverageAttention.call.
+    context_tap (training), compiled_scores and beams (decoding): see
+    BahdanauCoverageAttention.call.
     Returns (h [B, H], context [B, 2H], attn [B, L] float32, p_gen [B] float32 or None) and
     the new state.
     """
@@ -462,7 +481,8 @@ class PointerGeneratorCell(keras.layers.Layer):
     h, (h, c) = self.lstm_cell(x, [h, c])  # [B, H]
     context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
                                    encoder_mask, coverage, context_tap,
-                                   compiled_scores=compiled_scores)  # [B, 2H], [B, L]
+                                   compiled_scores=compiled_scores,
+                                   beams=beams)  # [B, 2H], [B, L]
     p_gen = None
     if self.p_gen_layer is not None:
       p_gen_logit = self.p_gen_layer(tf.concat([context, c, h, x], axis=1))  # [B, 1]

@@ -102,18 +102,21 @@ def _articles(num, length, seed):
   return enc_input, enc_len, ext, num_oovs
 
 
-@pytest.mark.parametrize("pointer_gen,coverage,min_steps,seed,block,alpha", [
-    (True, True, 2, 0, 0, None), (True, False, 0, 1, 0, None), (False, False, 3, 2, 0, None),
-    (True, True, 0, 3, 0, None), (True, False, 4, 1, 2, None), (True, True, 2, 0, 0, 0.7)])
+@pytest.mark.parametrize("pointer_gen,coverage,min_steps,seed,block,alpha,compiled", [
+    (True, True, 2, 0, 0, None, False), (True, False, 0, 1, 0, None, False),
+    (False, False, 3, 2, 0, None, False), (True, True, 0, 3, 0, None, False),
+    (True, False, 4, 1, 2, None, False), (True, True, 2, 0, 0, 0.7, False),
+    (True, True, 2, 0, 0, None, True), (True, True, 0, 3, 0, None, True)])
 def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps, seed, block,
-                                                alpha, monkeypatch):
+                                                alpha, compiled, monkeypatch):
+  """compiled: the attention scores from the XLA kernel, the memory shared by the beams."""
   model = _random_model(pointer_gen, coverage, seed)
   enc_input, enc_len, ext, num_oovs = _articles(5, 9, seed)
   beam, max_steps = 3, 7
   monkeypatch.setattr(_Hyp, "alpha", alpha)
   search = tf.function(lambda *a: beam_search.beam_search(
       model, *a, beam_size=beam, max_dec_steps=max_steps, min_dec_steps=min_steps,
-      block_ngram_repeat=block, length_penalty_alpha=alpha))
+      block_ngram_repeat=block, length_penalty_alpha=alpha, compiled_attention=compiled))
   got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
   finished = 0
   for n in range(len(enc_len)):
