@@ -109,8 +109,11 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
     total_loss = _all_reduce_sum(total)
     finite = tf.math.is_finite(total_loss) & tf.math.is_finite(global_norm)
     # Keras sums gradients over replicas again inside apply_gradients: hand it 1/replicas of
-    # the already summed, clipped gradient.
-    updates = [tf.where(finite, g / replicas, tf.zeros_like(g)) for g in clipped]
+    # the already summed, clipped gradient. (One device: no division, a pass over every
+    # gradient saved; the scalar zero needs no zeros tensor.)
+    if replicas > 1:
+      clipped = [g / replicas for g in clipped]
+    updates = [tf.where(finite, g, tf.zeros([], g.dtype)) for g in clipped]
     optimizer.apply_gradients(zip(updates, variables))
     step.assign_add(tf.cast(finite, step.dtype))
     report = {name: _all_reduce_sum(value) for name, value in scalars.items()}
