@@ -102,7 +102,26 @@ def top_k(values, k):
   return tf.cond(blocks >= k, by_blocks, lambda: tuple(tf.math.top_k(values, k)))
 
 
-def top_of_final_distribution(vocab_logits, attn, p_gen, ext_ids, k):
+def copy_index(ext_ids):
+  """What the copy distribution of an article needs of its extended ids [M, L], made once per
+  article instead of at every step: the positions in id order ("copy_order" [M, L]), the run of
+  equal ids each of them is in ("copy_run" [M, L]), and the distinct ids ("article_ids" [M, L],
+  -1 past the last)."""
+  rows, length = tf.shape(ext_ids)[0], tf.shape(ext_ids)[1]
+  order = tf.argsort(ext_ids, axis=1, stable=True)  # [M, L]
+  sorted_ids = tf.gather(ext_ids, order, batch_dims=1)  # [M, L]
+  starts = tf.concat([tf.ones([rows, 1], tf.bool),
+                      sorted_ids[:, 1:] != sorted_ids[:, :-1]], axis=1)  # [M, L]
+  run = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # [M, L]
+  distinct = tf.reshape(tf.math.unsorted_segment_max(
+      tf.reshape(sorted_ids, [-1]), tf.reshape(run + tf.range(rows)[:, None] * length, [-1]),
+      rows * length), [rows, length])  # [M, L]
+  is_run = tf.range(length)[None, :] <= run[:, -1:]  # [M, L]
+  return {"copy_order": order, "copy_run": run,
+          "article_ids": tf.where(is_run, distinct, -1)}
+
+
+def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
   """top_k(final_distribution(softmax(vocab_logits), attn, p_gen, ext_ids, ...), k) without
   building the [M, V + N] distribution: k values [M, k] and extended ids [M, k] int32.
 
@@ -114,7 +133,7 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, ext_ids, k):
   at the cut, the larger P_vocab is kept.) This replaces the padding, scatter and top-k passes
   over [M, V + N] with a top-k over [M, V] and work over [M, L].
 
-  vocab_logits [M, V], attn [M, L], p_gen [M] (None: no copying), ext_ids [M, L].
+  vocab_logits [M, V], attn [M, L], p_gen [M] (None: no copying), index: copy_index(ext_ids).
   """
   rows, vocab_size = tf.shape(vocab_logits)[0], tf.shape(vocab_logits)[1]
   vocab_probs = tf.nn.softmax(vocab_logits)  # [M, V]
@@ -127,29 +146,21 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, ext_ids, k):
     return tf.where(in_vocab, tf.gather(vocab_probs, tf.where(in_vocab, ids, 0), batch_dims=1),
                     0.0)
 
-  # The attention on each distinct article id: positions sorted by id, summed per run.
-  length = tf.shape(ext_ids)[1]
-  order = tf.argsort(ext_ids, axis=1, stable=True)  # [M, L]
-  sorted_ids = tf.gather(ext_ids, order, batch_dims=1)  # [M, L]
-  starts = tf.concat([tf.ones([rows, 1], tf.bool),
-                      sorted_ids[:, 1:] != sorted_ids[:, :-1]], axis=1)  # [M, L]
-  run = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # [M, L] run of each sorted position
-  segments = tf.reshape(run + tf.range(rows)[:, None] * length, [-1])  # [M*L]
+  # The attention on each distinct article id, summed over its positions.
+  length = tf.shape(attn)[1]
+  segments = tf.reshape(index["copy_run"] + tf.range(rows)[:, None] * length, [-1])  # [M*L]
   copied = tf.reshape(tf.math.unsorted_segment_sum(
-      tf.reshape(tf.gather(attn, order, batch_dims=1), [-1]), segments, rows * length),
-      [rows, length])  # [M, L]: run r's summed attention, 0 past the last run
-  article_ids = tf.reshape(tf.math.unsorted_segment_max(
-      tf.reshape(sorted_ids, [-1]), segments, rows * length), [rows, length])  # [M, L]
-  is_run = tf.range(length)[None, :] < tf.reduce_sum(tf.cast(starts, tf.int32), axis=1,
-                                                      keepdims=True)  # [M, L]
+      tf.reshape(tf.gather(attn, index["copy_order"], batch_dims=1), [-1]), segments,
+      rows * length), [rows, length])  # [M, L]: id r's summed attention
+  article_ids = index["article_ids"]  # [M, L]
+  is_id = article_ids >= 0  # [M, L]
   article_probs = (p_gen[:, None] * vocab_prob(article_ids)
                    + (1.0 - p_gen)[:, None] * copied)  # [M, L]
   # A best vocabulary id that is also in the article is counted once, with the article's.
-  in_article = tf.reduce_any(
-      (best[:, :, None] == article_ids[:, None, :]) & is_run[:, None, :], axis=2)  # [M, k]
+  in_article = tf.reduce_any(best[:, :, None] == article_ids[:, None, :], axis=2)  # [M, k]
   ids = tf.concat([best, article_ids], axis=1)  # [M, k + L]
   probs = tf.concat([p_gen[:, None] * best_probs, article_probs], axis=1)  # [M, k + L]
-  valid = tf.concat([~in_article, is_run], axis=1)  # [M, k + L]
+  valid = tf.concat([~in_article, is_id], axis=1)  # [M, k + L]
   # One int64 key per candidate, larger for a larger probability, then for a lower id: the
   # bits of a non-negative float32 order as the float does.
   keys = (tf.cast(tf.bitcast(probs, tf.int32), tf.int64) * 2**32
@@ -238,11 +249,12 @@ def start(model, enc_input, enc_len, enc_input_ext, settings):
 
   Returns memory, what the decoder attends to and copies from (encoder states and W_h features
   [N*K, L, 2H] ([N, L, 2H] with settings.compiled_attention), mask [N*K, L], extended ids
-  [N*K, L]; each article's K rows side by side), and
+  and their copy_index [N*K, L]; each article's K rows side by side), and
   the search state: per article a step counter [N] and its live hypotheses and results.
   """
   memory, state = encode(model, enc_input, enc_len, settings)
   memory["ext_ids"] = enc_input_ext
+  memory.update(copy_index(enc_input_ext))
   memory, state = tile_beams(memory, state, settings)
   return memory, search_state(state, tf.shape(enc_input)[0], tf.shape(enc_input)[1], settings)
 
@@ -317,8 +329,8 @@ def advance(model, memory, v, max_oovs, settings):
                           settings.block_ngram_repeat)
     top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
   else:
-    top_probs, top_ids = top_of_final_distribution(vocab_logits, attn, p_gen,
-                                                   memory["ext_ids"], 2 * k)  # [N*K, 2K]
+    top_probs, top_ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory,
+                                                   2 * k)  # [N*K, 2K]
   if p_gen is None:
     p_gen = tf.ones([tf.shape(output)[0]], dtype)  # [N*K]
   top_logp = _split(tf.math.log(top_probs), articles, k)  # [N, K, 2K]

@@ -49,6 +49,10 @@ class SlotDecoder:
         "mask": tf.Variable(tf.ones([rows, max_enc_steps], dtype), trainable=False),
         "ext_ids": tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32), trainable=False),
     }
+    # beam_search.copy_index of the extended ids, made when an article is encoded.
+    for name in ("copy_order", "copy_run", "article_ids"):
+      self.memory[name] = tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32),
+                                      trainable=False)
     zeros = lambda width: tf.zeros([rows, width], dtype)
     # c, h and context in the compute dtype; the coverage is float32 in every --precision.
     state = (zeros(hidden), zeros(hidden), zeros(2 * hidden),
@@ -85,8 +89,11 @@ class SlotDecoder:
       return tf.pad(value, padding)
 
     c, h, context, coverage = state
-    return ({name: padded(value) for name, value in memory.items()},
-            (c, h, context, padded(coverage)))
+    memory = {name: padded(value) for name, value in memory.items()}
+    # Of the padded ids, as the attention spans max_enc_steps positions (those past an
+    # article's end, id 0, get no attention).
+    memory.update(beam_search.copy_index(memory["ext_ids"]))
+    return memory, (c, h, context, padded(coverage))
 
   def _admit_articles(self, search, slots, picks, encoded):
     """Starts the searches of the encoded articles `picks` [A] (rows of `encoded`, from

@@ -173,7 +173,7 @@ def test_top_of_final_distribution_equals_top_k_of_the_distribution(pointer, see
   want_top, want_ids = tf.math.top_k(dist, k)
   top, ids = beam_search.top_of_final_distribution(
       args[0], args[1], None if p_gen is None else tf.constant(p_gen, tf.float32),
-      tf.constant(ext, tf.int32), k)
+      beam_search.copy_index(tf.constant(ext, tf.int32)), k)
   np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
   np.testing.assert_allclose(top.numpy(), want_top.numpy(), rtol=1e-6)
   if pointer:
