@@ -104,8 +104,8 @@ class Encoder(keras.layers.Layer):
     late.set_inputs(h_all)
     last = tf.stack([tf.maximum(lengths - 1, 0), tf.range(batch)], axis=1)  # [B, 2]
     nonempty = (lengths > 0)[:, None]  # [B, 1]
-    final = tuple(tf.where(nonempty, tf.gather_nd(states, last), zeros)
-                  for states in (h_all, c_ta.stack()))  # (h, c), [B, H] each
+    final = tuple(tf.where(nonempty, tf.gather_nd(every_step, last), zeros)
+                  for every_step in (h_all, c_ta.stack()))  # (h, c), [B, H] each
     outputs = tf.transpose(h_all, [1, 0, 2]) * tf.cast(mask, dtype)[:, :, None]  # [B, L, H]
     return outputs, final
 
