@@ -50,7 +50,7 @@ class SlotDecoder:
         "ext_ids": tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32), trainable=False),
     }
     # beam_search.copy_index of the extended ids, made when an article is encoded.
-    for name in ("copy_order", "copy_run", "article_ids"):
+    for name in ("copy_segment", "article_ids"):
       self.memory[name] = tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32),
                                       trainable=False)
     zeros = lambda width: tf.zeros([rows, width], dtype)

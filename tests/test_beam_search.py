@@ -133,12 +133,13 @@ def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps
   assert finished > 0 or min_steps > 0
 
 
-@pytest.mark.parametrize("width,k,levels", [(20004, 8, 0), (20004, 8, 5), (1000, 6, 3),
-                                            (300, 8, 2), (11, 4, 0), (64, 2, 0)])
+@pytest.mark.parametrize("width,k,levels", [(20004, 8, 0), (20004, 8, 5), (20000, 8, 5),
+                                            (1000, 6, 3), (300, 8, 2), (11, 4, 0), (64, 2, 0)])
 def test_top_k_equals_tf_top_k(width, k, levels):
   """The two-pass top_k gives tf.math.top_k's values and ids, ties included (levels > 0: every
-  value one of `levels` numbers), whether the width is a multiple of the block or not and
-  when there are fewer blocks than k (tf.math.top_k itself)."""
+  value one of `levels` numbers), whether a block size divides the width (20000: 80, 1000:
+  100) or the values are padded (20004, 11) and when there are fewer blocks than k
+  (tf.math.top_k itself)."""
   rng = np.random.default_rng(width + k + levels)
   values = (rng.integers(0, levels, (7, width)) if levels
             else rng.random((7, width))).astype(np.float32)
