@@ -66,7 +66,8 @@ flags.DEFINE_boolean("xla", False, "Compile the training step with XLA (jit_comp
 flags.DEFINE_integer("steps", 10, "Timed training steps per configuration (after warm-up).")
 flags.DEFINE_integer("warmup", 2, "Untimed steps first (tracing, allocation).")
 flags.DEFINE_integer("decode_batch", 32, "Articles per batch for the large-batch decode.")
-flags.DEFINE_integer("decode_articles", 32, "Articles decoded per decode measurement.")
+flags.DEFINE_integer("decode_articles", 128, "Articles decoded per decode measurement (batch 1: "
+                     "an eighth of them).")
 flags.DEFINE_boolean("scaling", True, "Also time max_enc_steps 100/200/400/800 and vocab "
                      "10k/50k/150k (synthetic batches, fewer steps).")
 flags.DEFINE_boolean("quick", False, "Fewer steps everywhere (a smoke run, not a measurement).")
@@ -92,7 +93,8 @@ flags.DEFINE_string("trained_ckpt_path", "", "Trained-model decode rows: a check
 flags.DEFINE_integer("trained_steps", 300, "Training steps of the model the trained-model "
                      "decode rows decode (without --trained_ckpt_path).")
 flags.DEFINE_integer("trained_articles", 256, "Articles decoded per trained-model decode row.")
-flags.DEFINE_integer("slots", 64, "Searches side by side in the continuous-batching decode row.")
+flags.DEFINE_integer("slots", 64, "Searches side by side in the continuous-batching decode rows "
+                     "(untrained and trained).")
 flags.DEFINE_boolean("trained_only", False, "Only the trained-model decode rows.")
 
 PAPER = config.HParams(batch_size=16, max_enc_steps=400, max_dec_steps=100, vocab_size=50000,
@@ -513,10 +515,10 @@ def main(argv):
   # Single-pass decode as users run it: continuous batching, the attention scores compiled
   # (--compiled_attention, the default) and with TensorFlow's ops.
   for compiled, name in ((True, "compiled attention"), (False, "--nocompiled_attention")):
-    timing = time_continuous_decode(decode_hps, vocab, trainer.model, FLAGS.decode_batch,
-                                    articles, compiled_attention=compiled)
+    timing = time_continuous_decode(decode_hps, vocab, trainer.model, FLAGS.slots, articles,
+                                    compiled_attention=compiled)
     results[f"decode_continuous_{'compiled' if compiled else 'ops'}"] = timing
-    rows.append((f"decode, continuous batching over {FLAGS.decode_batch} slots, {name}",
+    rows.append((f"decode, continuous batching over {FLAGS.slots} slots, {name}",
                  f"{timing['articles_per_sec']:.2f} art/s",
                  f"{1 / timing['articles_per_sec']:.3f} s/article; "
                  f"{timing['articles_per_sec'] / one['articles_per_sec']:.1f}x batch 1"))
