@@ -149,6 +149,27 @@ def test_top_k_equals_tf_top_k(width, k, levels):
   np.testing.assert_array_equal(top.numpy(), want_top.numpy())
 
 
+def test_top_k_block_divides_the_width_where_one_can():
+  """Blocks of 64-128 that divide the width need no padding; other widths and widths unknown
+  when tracing are padded to blocks of 64."""
+  assert beam_search._block_size(20000) == (80, False)
+  assert beam_search._block_size(50000) == (80, False)
+  assert beam_search._block_size(1000) == (100, False)
+  assert beam_search._block_size(20004) == (64, True)
+  assert beam_search._block_size(None) == (64, True)
+
+
+def test_copy_index_names_each_position_s_distinct_id():
+  """article_ids: each row's distinct ids in increasing order, -1 after; copy_segment: where
+  each position's id is among them."""
+  ext = np.array([[7, 3, 7, 0, 3, 9], [5, 5, 5, 5, 5, 5]], np.int32)
+  index = beam_search.copy_index(tf.constant(ext))
+  np.testing.assert_array_equal(index["article_ids"].numpy(),
+                                [[0, 3, 7, 9, -1, -1], [5, -1, -1, -1, -1, -1]])
+  np.testing.assert_array_equal(index["copy_segment"].numpy(),
+                                [[2, 1, 2, 0, 1, 3], [0, 0, 0, 0, 0, 0]])
+
+
 @pytest.mark.parametrize("pointer,seed,ties", [(True, 0, False), (True, 1, True), (False, 2, False)])
 def test_top_of_final_distribution_equals_top_k_of_the_distribution(pointer, seed, ties):
   """The candidates' top k against top_k over the whole final distribution: repeated article
