@@ -267,15 +267,25 @@ def start(model, enc_input, enc_len, enc_input_ext, settings):
   """Encodes N articles and sets up their searches at step 0.
 
   Returns memory, what the decoder attends to and copies from (encoder states and W_h features
-  [N*K, L, 2H] ([N, L, 2H] with settings.compiled_attention), mask [N*K, L], extended ids
-  and their copy_index [N*K, L]; each article's K rows side by side), and
-  the search state: per article a step counter [N] and its live hypotheses and results.
+  [N*K, L, 2H]; with settings.compiled_attention states [N, L, 2H] and features [N, 2H, L],
+  see compiled_layout; mask [N*K, L], extended ids and their copy_index [N*K, L]; each
+  article's K rows side by side), and the search state: per article a step counter [N] and its
+  live hypotheses and results.
   """
   memory, state = encode(model, enc_input, enc_len, settings)
+  memory = compiled_layout(memory, settings)
   memory["ext_ids"] = enc_input_ext
   memory.update(copy_index(enc_input_ext))
   memory, state = tile_beams(memory, state, settings)
   return memory, search_state(state, tf.shape(enc_input)[0], tf.shape(enc_input)[1], settings)
+
+
+def compiled_layout(memory, settings):
+  """The memory as the search reads it: with settings.compiled_attention the features
+  transposed to [N, 2H, L] for layers.compiled_attention_scores."""
+  if not settings.compiled_attention:
+    return memory
+  return {**memory, "features": layers.transpose_features(memory["features"])}
 
 
 def tile_beams(memory, state, settings):

@@ -44,7 +44,10 @@ class SlotDecoder:
     self.memory = {
         "states": tf.Variable(tf.zeros([shared, max_enc_steps, 2 * hidden], dtype),
                               trainable=False),
-        "features": tf.Variable(tf.zeros([shared, max_enc_steps, units], dtype),
+        # Transposed, [S, units, max_enc_steps], with compiled attention (compiled_layout).
+        "features": tf.Variable(tf.zeros([shared, units, max_enc_steps] if
+                                         settings.compiled_attention else
+                                         [shared, max_enc_steps, units], dtype),
                                 trainable=False),
         "mask": tf.Variable(tf.ones([rows, max_enc_steps], dtype), trainable=False),
         "ext_ids": tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32), trainable=False),
@@ -89,7 +92,8 @@ class SlotDecoder:
       return tf.pad(value, padding)
 
     c, h, context, coverage = state
-    memory = {name: padded(value) for name, value in memory.items()}
+    memory = beam_search.compiled_layout({name: padded(value) for name, value in memory.items()},
+                                         self.settings)
     # Of the padded ids, as the attention spans max_enc_steps positions (those past an
     # article's end, id 0, get no attention).
     memory.update(beam_search.copy_index(memory["ext_ids"]))

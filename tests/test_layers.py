@@ -182,8 +182,9 @@ def test_compiled_attention_scores_equal_the_ops(use_coverage):
   extra = ((tf.constant(rng.uniform(0, 2, size=(B, L)).astype(np.float32)),
             tf.constant(rng.normal(size=(1, 6)).astype(np.float32))) if use_coverage else ())
   expected = layers.attention_scores(features, query, v, *extra).numpy()
-  np.testing.assert_allclose(layers.compiled_attention_scores(features, query, v, *extra),
-                             expected, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(
+      layers.compiled_attention_scores(layers.transpose_features(features), query, v, *extra),
+      expected, rtol=1e-5, atol=1e-6)
   assert np.abs(expected).max() > 0.5
 
 
