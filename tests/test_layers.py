@@ -173,19 +173,40 @@ def test_attention_scores_gradient_equals_the_plain_formulas(use_coverage):
 
 
 @pytest.mark.parametrize("use_coverage", [False, True])
-def test_compiled_attention_scores_equal_the_ops(use_coverage):
+# 6 units: one pass of the kernel's loop; 24: three of 8; 20: four of 5.
+@pytest.mark.parametrize("units", [6, 24, 20])
+def test_compiled_attention_scores_equal_the_ops(use_coverage, units):
   """The XLA kernel decode uses gives attention_scores' values (to float32 rounding)."""
   rng = np.random.default_rng(3)
-  features = tf.constant(rng.normal(size=(B, L, 6)).astype(np.float32))
-  query = tf.constant(rng.normal(size=(B, 6)).astype(np.float32))
-  v = tf.constant(rng.normal(size=6).astype(np.float32))
+  features = tf.constant(rng.normal(size=(B, L, units)).astype(np.float32))
+  query = tf.constant(rng.normal(size=(B, units)).astype(np.float32))
+  v = tf.constant(rng.normal(size=units).astype(np.float32))
   extra = ((tf.constant(rng.uniform(0, 2, size=(B, L)).astype(np.float32)),
-            tf.constant(rng.normal(size=(1, 6)).astype(np.float32))) if use_coverage else ())
+            tf.constant(rng.normal(size=(1, units)).astype(np.float32))) if use_coverage else ())
   expected = layers.attention_scores(features, query, v, *extra).numpy()
   np.testing.assert_allclose(
       layers.compiled_attention_scores(layers.transpose_features(features), query, v, *extra),
       expected, rtol=1e-5, atol=1e-6)
   assert np.abs(expected).max() > 0.5
+
+
+@pytest.mark.parametrize("use_coverage", [False, True])
+def test_compiled_attention_scores_share_features_between_beams(use_coverage):
+  """With beams=K, article n's features serve query rows n*K .. n*K+K-1: the scores are those
+  of the features repeated for every row."""
+  rng = np.random.default_rng(4)
+  articles, beams, units = 3, 2, 16
+  features = tf.constant(rng.normal(size=(articles, L, units)).astype(np.float32))
+  query = tf.constant(rng.normal(size=(articles * beams, units)).astype(np.float32))
+  v = tf.constant(rng.normal(size=units).astype(np.float32))
+  extra = ((tf.constant(rng.uniform(0, 2, size=(articles * beams, L)).astype(np.float32)),
+            tf.constant(rng.normal(size=(1, units)).astype(np.float32))) if use_coverage else ())
+  expected = layers.attention_scores(tf.repeat(features, beams, axis=0), query, v,
+                                     *extra).numpy()
+  np.testing.assert_allclose(
+      layers.compiled_attention_scores(layers.transpose_features(features), query, v, *extra,
+                                       beams=beams),
+      expected, rtol=1e-5, atol=1e-6)
 
 
 def test_attention_context_gradient_equals_einsums():
