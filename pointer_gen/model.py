@@ -81,6 +81,8 @@ class PointerGenerator(keras.Model):
     real_steps_only, the projection (the costliest part of training) skips the padding steps:
     real_positions [R, 2] (batch, step) of the R real steps and real_vocab_logits [R, V]
     replace vocab_logits. for_xla bounds the loops, as XLA requires (it slows the plain graph).
+    The attention's tanh and its gradient run as XLA kernels (layers.attention_scores'
+    `compiled`): this teacher-forced pass is trained and evaluated, never exported.
     """
     states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"], for_xla)
     embedded = self.embedding(batch["dec_input"])  # [B, T, E]
@@ -98,7 +100,8 @@ class PointerGenerator(keras.Model):
 
     def body(t, state, outputs_ta, contexts_ta, attn_ta, p_gen_ta):
       (output, context, attn, p_gen), state = self.cell(
-          embedded_by_step.read(t), state, features, states, mask, context_taps.read(t))
+          embedded_by_step.read(t), state, features, states, mask, context_taps.read(t),
+          compiled_activations=True)
       outputs_ta = outputs_ta.write(t, output)
       contexts_ta = contexts_ta.write(t, context)
       attn_ta = attn_ta.write(t, attn)

@@ -26,6 +26,7 @@ COPY_VOCAB = len(vocab_lib.SPECIALS) + 20
 COPY_LEN = 8
 OOV_POSITIONS = (1, 4, 6)
 WORD_POSITION = 2
+MAX_COPY_STEPS = 800
 
 
 def _copy_task(num, seed):
@@ -48,7 +49,12 @@ def _copy_task(num, seed):
 
 @pytest.fixture(scope="module")
 def copy_model():
-  """A pointer-generator trained with the library's train step until its loss is near zero."""
+  """A pointer-generator trained with the library's train step until its loss is near zero.
+
+  When it gets there is a matter of rounding at this learning rate: the loss falls from ~0.3
+  to ~0.01 within 20 steps, somewhere between steps 240 and 440 or later (measured over four
+  seeds, with the attention's tanh from TensorFlow's ops or from XLA kernels); so it trains
+  until the last 20 steps average under 0.005, at most MAX_COPY_STEPS steps."""
   hps = config.HParams(hidden_dim=16, emb_dim=16, batch_size=32, lr=0.5, seed=0)
   tf.keras.utils.set_random_seed(0)
   model = model_lib.PointerGenerator.from_hparams(hps, COPY_VOCAB)
@@ -56,31 +62,37 @@ def copy_model():
   train_step = train.make_train_step(model, train.make_optimizer(hps), step, hps, COPY_VOCAB)
   batches = iter(tf.data.Dataset.from_tensor_slices(_copy_task(4096, seed=1))
                  .repeat().batch(hps.batch_size))
-  losses = [float(train_step(batches)["total_loss"]) for _ in range(300)]
+  losses = []
+  while len(losses) < MAX_COPY_STEPS and not (len(losses) >= 20
+                                              and np.mean(losses[-20:]) < 0.005):
+    losses.append(float(train_step(batches)["total_loss"]))
   return model, losses
 
 
-def _exact_match(model, articles, first_step_context):
+def _decode(model, articles, first_step_context):
+  """The fraction of `articles` decoded exactly, and each summary's log-probability."""
   result = beam_search.beam_search(
       model, articles["enc_input"], articles["enc_len"], articles["enc_input_ext"],
       len(OOV_POSITIONS), beam_size=4, max_dec_steps=6, min_dec_steps=0,
       first_step_context=first_step_context)
   tokens, length = result["tokens"].numpy(), result["length"].numpy()
-  return np.mean([list(tokens[n, :length[n]]) == list(articles["target"][n])
-                  for n in range(len(length))]), tokens
+  return (np.mean([list(tokens[n, :length[n]]) == list(articles["target"][n])
+                   for n in range(len(length))]), result["log_prob"].numpy())
 
 
-def test_copy_task_decodes_only_with_the_training_first_step(copy_model):
+def test_copy_task_decodes_with_the_training_first_step(copy_model):
   model, losses = copy_model
   assert np.mean(losses[-20:]) < 0.02, losses[-20:]
   held_out = _copy_task(200, seed=7)
-  zeros, _ = _exact_match(model, held_out, "zeros")
+  zeros, zeros_log_prob = _decode(model, held_out, "zeros")
   assert zeros >= 0.95
-  # Measured 0.0 with two trainings that differ only in rounding. How the unseen step-0
-  # context and coverage derail the model depends on the weights: one emitted [STOP] at once
-  # for every article, the other copied the third symbol in place of the second.
-  original, _ = _exact_match(model, held_out, "original")
-  assert original <= 0.05
+  # Whether the unseen step-0 context derails the model depends on the training's rounding:
+  # measured 0 of 200 exact (every summary [STOP] at once, or the third symbol copied in place
+  # of the second) in one of three trainings with TensorFlow's attention ops, 200 of 200 in
+  # the other two and in two with its XLA kernels. In every one the option changes what step 0
+  # sees, and with it each summary's log-probability.
+  _, original_log_prob = _decode(model, held_out, "original")
+  assert np.mean(original_log_prob != zeros_log_prob) > 0.9
 
 
 def _initial_state(model, enc_input, enc_len, context=None, coverage=None):

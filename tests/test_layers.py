@@ -135,10 +135,11 @@ def test_attention_matches_numpy(use_coverage):
 
 
 @pytest.mark.parametrize("use_coverage", [True, False])
-def test_attention_scores_gradient_equals_the_plain_formulas(use_coverage):
-  """The hand-written backward pass against TensorFlow's automatic gradient of the plain
-  formula sum(v * tanh(W_h h + W_s s + b + w_c cov)), under a loss whose upstream gradient
-  differs at every position."""
+@pytest.mark.parametrize("compiled", [False, True])
+def test_attention_scores_gradient_equals_the_plain_formulas(use_coverage, compiled):
+  """The hand-written backward pass (with TensorFlow's ops or XLA kernels) against
+  TensorFlow's automatic gradient of the plain formula sum(v * tanh(W_h h + W_s s + b + w_c
+  cov)), under a loss whose upstream gradient differs at every position."""
   rng = np.random.default_rng(11)
   units = 6
   inputs = {"memory_features": rng.normal(size=(B, L, units)),
@@ -164,7 +165,8 @@ def test_attention_scores_gradient_equals_the_plain_formulas(use_coverage):
       loss = tf.reduce_sum(tf.sin(scores) * weights)
     return scores.numpy(), tape.gradient(loss, inputs)
 
-  fast, fast_grads = scores_and_gradients(layers.attention_scores)
+  fast, fast_grads = scores_and_gradients(
+      lambda **kwargs: layers.attention_scores(**kwargs, compiled=compiled))
   expected, expected_grads = scores_and_gradients(plain)
   np.testing.assert_allclose(fast, expected, atol=1e-5)
   for name, grad in expected_grads.items():

@@ -27,10 +27,12 @@ from pointer_gen.errors import DataError
 # softmaxes whose logits went through bfloat16 matmuls: its rounding errors largely average out
 # (measured 5e-5 relative); two units of bfloat16 rounding bound it. A variable's update (its
 # gradient through some 50 recurrent steps of bfloat16 products, then Adagrad's float32 step)
-# collects a few dozen roundings: measured 0.6 % to 3.1 % of the update's norm, so 30 units
-# (6 %); an update that is wrong in kind (a sign, a missing term) is off by ~100 %.
+# collects a few dozen roundings: over five random starts, 0.6 % to 7.0 % of the update's norm
+# (the largest for the attention's W_s and w_c, whose gradients are sums over every position
+# with much cancellation), so 40 units (7.8 %); an update that is wrong in kind (a sign, a
+# missing term) is off by ~100 %.
 LOSS_RTOL = 2 * 2**-9
-UPDATE_RTOL = 30 * 2**-9
+UPDATE_RTOL = 40 * 2**-9
 
 SIZES = dict(vocab_size=200, hidden_dim=16, emb_dim=16, batch_size=4, max_enc_steps=40,
              max_dec_steps=10, coverage=True, seed=1)

@@ -276,7 +276,8 @@ def trained_decode_rows(hps, results, rows):
                f"{padded['articles_per_sec'] / one['articles_per_sec']:.1f}x batch 1"))
 
 
-def _plain_scores(memory_features, query_features, v, coverage=None, w_c=None):
+def _plain_scores(memory_features, query_features, v, coverage=None, w_c=None, compiled=False):
+  del compiled  # the plain formula is TensorFlow's ops
   features = memory_features + query_features[:, None, :]  # [B, L, U]
   if coverage is not None:
     features += coverage[:, :, None] * w_c
@@ -300,6 +301,9 @@ ABLATIONS = {
         (layers, "_recurrent_kernel_gradient", lambda _: _no_late_gradient)],
     "attention scores: automatic gradient": [
         (layers, "attention_scores", lambda _: _plain_scores)],
+    "attention tanh and its gradient: TensorFlow's ops, not XLA kernels": [
+        (layers, "attention_scores",
+         lambda scores: lambda *args, **kwargs: scores(*args, **{**kwargs, "compiled": False}))],
     "attention context: einsum, states' gradient summed in the loop": [
         (layers, "attention_context_late_states_gradient",
          lambda _: lambda a, h: tf.einsum("bl,bld->bd", a, h)),
