@@ -36,13 +36,14 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import numpy as np
 import tensorflow as tf
-from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 import benchmark  # tools/, next to this script: its configurations, batches and data flags
 from pointer_gen import data
 from pointer_gen import precision
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
+from trace_ops import op_events  # tools/, next to this script
+from trace_ops import read_trace
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("real_data", False, "Trace a step on vietnews batches (--data_path, "
@@ -117,32 +118,6 @@ def traced_step(step, iterator, logdir):
   seconds = time.perf_counter() - start
   tf.profiler.experimental.stop()
   return seconds
-
-
-def read_trace(logdir):
-  """The newest trace under logdir."""
-  paths = sorted(pathlib.Path(logdir).glob("plugins/profile/*/*.xplane.pb"))
-  space = xplane_pb2.XSpace()
-  space.ParseFromString(paths[-1].read_bytes())
-  return space
-
-
-def op_events(space):
-  """(op name, op type, seconds) of every op the step ran. Ops run on the inter-op threads
-  (tf_Compute), each event named "name:type"; the executor's own events there are not ops."""
-  for plane in space.planes:
-    if plane.name != "/host:CPU":
-      continue
-    names = {key: meta.name for key, meta in plane.event_metadata.items()}
-    for line in plane.lines:
-      if not line.name.startswith("tf_Compute"):
-        continue
-      for event in line.events:
-        full = names[event.metadata_id]
-        if ":" not in full or "::" in full or full.startswith("ExecutorState"):
-          continue
-        name, op_type = full.rsplit(":", 1)
-        yield name, op_type, event.duration_ps / 1e12
 
 
 def short_name(name):
