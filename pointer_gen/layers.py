@@ -257,8 +257,9 @@ def compiled_attention_scores(memory_features_t, query_features, v, coverage=Non
   The sum over U runs as a loop adding 8 units per pass: XLA writes the whole [N, beams, U, L]
   tensor of a sum over all U at once before reducing it (its sums of more than 32 terms are
   split in two), 4 bytes per element, where a sum of 8 is one fused kernel that writes only
-  [N*beams, L]. [64*4, 400, 256]: 9.9 -> 5.8 ms, [64*4, 400, 512]: 22 -> 13 ms; from one
-  article ([4, 400, 512], 0.86 ms) it makes no difference (2-core Xeon, AVX-512).
+  [N*beams, L]. [64*4, 400, 256]: 9.9 -> 5.8 ms; [64*4, 400, 512]: 1.9x (22 -> 11.4 and
+  28.5 -> 15.2 ms in two runs); from one article ([4, 400, 512], 0.86 ms) it makes no
+  difference (2-core Xeon, AVX-512).
   """
   shape = tf.shape(memory_features_t)
   articles, length = shape[0], shape[2]
