@@ -105,6 +105,35 @@ def test_one_bf16_training_step_is_within_tolerance_of_float32():
     assert np.linalg.norm(grown16 - grown32) <= 2 * UPDATE_RTOL * np.linalg.norm(grown32)
 
 
+@pytest.mark.parametrize("leading", [(7,), (3, 5)])
+def test_bf16_vocab_logits_are_the_bf16_matmul_plus_the_float32_bias(leading):
+  """In bfloat16 the projection's matmul runs alone (its bias not fused into it) and the bias
+  is added after the cast to float32: the logits are the product of the bfloat16 hidden layer
+  and kernel, rounded once to bfloat16, plus the float32 bias, for [N, ...] and [B, T, ...]."""
+  hps = config.HParams(**{**SIZES, "precision": "mixed_bfloat16"})
+  cell = model_lib.PointerGenerator.from_hparams(hps, hps.vocab_size).cell
+  rng = np.random.default_rng(5)
+  projection = cell.vocab_projection
+  # Weights of the scale of a trained model's (the initial ones are ~1e-4).
+  projection.kernel.assign(rng.normal(scale=0.3, size=projection.kernel.shape))
+  projection.bias.assign(rng.normal(size=projection.bias.shape))
+  outputs = tf.constant(rng.normal(size=(*leading, hps.hidden_dim)), tf.bfloat16)
+  contexts = tf.constant(rng.normal(size=(*leading, 2 * hps.hidden_dim)), tf.bfloat16)
+  logits = cell.vocab_logits(outputs, contexts)
+  assert logits.dtype == tf.float32 and logits.shape == (*leading, hps.vocab_size)
+
+  hidden = cell.output_hidden(tf.concat([outputs, contexts], axis=-1))
+  assert hidden.dtype == tf.bfloat16
+  kernel = tf.cast(tf.cast(projection.kernel, tf.bfloat16), tf.float32).numpy()
+  product = tf.cast(hidden, tf.float32).numpy() @ kernel  # exact products, float32 sums
+  bias = projection.bias.numpy()
+  assert bias.dtype == np.float32
+  # One bfloat16 rounding of the product (2^-9 of it at most), none of the bias.
+  np.testing.assert_allclose(logits.numpy(), product + bias,
+                             rtol=0, atol=2**-8 * np.abs(product).max())
+  assert np.abs(product).max() > 1 and np.abs(bias).max() > 1
+
+
 def test_precision_must_be_one_of_the_two():
   with pytest.raises(DataError, match=r"--precision=float16: expected one of float32, "
                                       r"mixed_bfloat16"):
