@@ -20,6 +20,7 @@ import dataclasses
 import tensorflow as tf
 
 from pointer_gen import config
+from pointer_gen import kernels
 from pointer_gen import layers
 from pointer_gen import precision
 from pointer_gen import vocab as vocab_lib
@@ -215,7 +216,7 @@ class Settings:
   block_ngram_repeat: int = 0
   length_penalty_alpha: float | None = None
   first_step_context: str = "original"
-  # The attention scores from one XLA kernel (layers.compiled_attention_scores), with the
+  # The attention scores from one XLA kernel (kernels.compiled_attention_scores), with the
   # encoder states and features stored once per article, not once per hypothesis: continuous
   # batching's shapes are fixed, so it compiles once; exports stay plain TensorFlow.
   compiled_attention: bool = False
@@ -282,10 +283,10 @@ def start(model, enc_input, enc_len, enc_input_ext, settings):
 
 def compiled_layout(memory, settings):
   """The memory as the search reads it: with settings.compiled_attention the features
-  transposed to [N, 2H, L] for layers.compiled_attention_scores."""
+  transposed to [N, 2H, L] for kernels.compiled_attention_scores."""
   if not settings.compiled_attention:
     return memory
-  return {**memory, "features": layers.transpose_features(memory["features"])}
+  return {**memory, "features": kernels.transpose_features(memory["features"])}
 
 
 def tile_beams(memory, state, settings):

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from pointer_gen import kernels
 from pointer_gen import layers
 from pointer_gen import precision
 
@@ -81,7 +82,7 @@ class PointerGenerator(keras.Model):
     real_steps_only, the projection (the costliest part of training) skips the padding steps:
     real_positions [R, 2] (batch, step) of the R real steps and real_vocab_logits [R, V]
     replace vocab_logits. for_xla bounds the loops, as XLA requires (it slows the plain graph).
-    The attention's tanh and its gradient run as XLA kernels (layers.attention_scores'
+    The attention's tanh and its gradient run as XLA kernels (kernels.attention_scores'
     `compiled`): this teacher-forced pass is trained and evaluated, never exported.
     """
     states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"], for_xla)
@@ -92,7 +93,7 @@ class PointerGenerator(keras.Model):
         tf.transpose(embedded, [1, 0, 2]))  # T x [B, E]
     # Zeros added to every step's context: their gradient is the contexts' gradient, from
     # which the states' gradient through all the contexts is one matmul after the loop.
-    late_states_gradient = layers.LateGradient(layers.context_states_gradient)
+    late_states_gradient = kernels.LateGradient(kernels.context_states_gradient)
     context_taps = late_states_gradient.attach(
         tf.zeros([steps, tf.shape(states)[0], tf.shape(states)[2]], states.dtype),
         states)  # [T, B, 2H]

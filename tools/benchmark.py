@@ -47,7 +47,7 @@ from pointer_gen import config
 from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import decode
-from pointer_gen import layers
+from pointer_gen import kernels
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import precision
@@ -297,17 +297,17 @@ def _no_late_gradient(*_):
 # factory) patched together.
 ABLATIONS = {
     "encoder's recurrent kernel: gradient summed in the loop": [
-        (layers, "loop_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
-        (layers, "_recurrent_kernel_gradient", lambda _: _no_late_gradient)],
+        (kernels, "loop_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
+        (kernels, "recurrent_kernel_gradient", lambda _: _no_late_gradient)],
     "attention scores: automatic gradient": [
-        (layers, "attention_scores", lambda _: _plain_scores)],
+        (kernels, "attention_scores", lambda _: _plain_scores)],
     "attention tanh and its gradient: TensorFlow's ops, not XLA kernels": [
-        (layers, "attention_scores",
+        (kernels, "attention_scores",
          lambda scores: lambda *args, **kwargs: scores(*args, **{**kwargs, "compiled": False}))],
     "attention context: einsum, states' gradient summed in the loop": [
-        (layers, "attention_context_late_states_gradient",
+        (kernels, "attention_context_late_states_gradient",
          lambda _: lambda a, h: tf.einsum("bl,bld->bd", a, h)),
-        (layers, "context_states_gradient", lambda _: _no_late_gradient)],
+        (kernels, "context_states_gradient", lambda _: _no_late_gradient)],
     "loss: gather after softmax": [
         (losses, "softmax_at",
          lambda _: lambda logits, ids: tf.gather(tf.nn.softmax(logits), ids, batch_dims=1))],
