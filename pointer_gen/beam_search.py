@@ -1,5 +1,5 @@
-"""Beam search of the original (reference §5), compiled: many articles x beam hypotheses per
-step inside one tf.while_loop.
+"""Beam search of the original (its beam_search.run_beam_search), compiled: many articles x
+beam hypotheses per step inside one tf.while_loop.
 
 Per article it reproduces the original exactly: each live hypothesis proposes its top
 2*beam_size extensions of the final distribution (only the first hypothesis at step 0, where
@@ -73,11 +73,10 @@ def _block_repeats(dist, tokens, step, n):
 
 
 # Positions per block of top_k's first pass where no block size divides the width (the values
-# are then padded to a multiple of it): the fastest of 32-256 at [256, 20004] and [128, 50004]
-# (2-core Xeon, AVX-512).
+# are then padded to a multiple of it): the fastest of 32-256 at beam search's widths.
 _TOP_K_BLOCK = 64
 # Block sizes tried first, smallest first: one that divides the width saves the padding's copy
-# of the values, [256, 20000] 2.8 -> 1.9 ms and [256, 50000] 5.7 -> 3.3 ms with 80 (2-core Xeon).
+# of the values.
 _DIVIDING_BLOCKS = range(64, 129)
 
 
@@ -95,8 +94,7 @@ def top_k(values, k):
   [M, W], in two cheap passes instead of one slow one: the maxima of blocks of 64-128
   positions, the top k blocks, then the top k among their values. The k largest values lie in
   the k blocks of largest maxima (ties going to the lower block), and the chosen blocks are
-  kept in id order, so ties still go to the lower id. 2.5x as fast as tf.math.top_k at
-  [256, 20004], k 8 (2-core Xeon). Returns values [M, k], ids [M, k] int32.
+  kept in id order, so ties still go to the lower id. Returns values [M, k], ids [M, k] int32.
   """
   rows, width = tf.shape(values)[0], tf.shape(values)[1]
   block, pad = _block_size(values.shape[1])
@@ -165,7 +163,7 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
                     0.0)
 
   # The attention on each distinct article id, summed over its positions in article order
-  # (no gather into id order first: [256, 400] 1.3 -> 0.8 ms, 2-core Xeon).
+  # (no gather into id order first, which costs more than the sums).
   length = tf.shape(attn)[1]
   segments = tf.reshape(index["copy_segment"] + tf.range(rows)[:, None] * length,
                         [-1])  # [M*L]

@@ -11,7 +11,8 @@ from pointer_gen.text import TOKENIZERS
 
 MODES = ("train", "eval", "decode", "export")
 CLIP_NORMS = ("original", "true")
-# Beam search's step 0: the original's decode, or training's zero context (issue 17).
+# Beam search's step 0: the original's decode (an attention over the encoder's final state), or
+# training's zero context.
 FIRST_STEP_CONTEXTS = ("original", "zeros")
 
 

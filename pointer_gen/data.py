@@ -30,7 +30,7 @@ def article_features(article, table, vocab_size, max_enc_steps, pointer_gen=True
   its tokens (truncated to max_enc_steps), ids, extended ids and OOV list.
 
   `vocab_size` is the number of entries actually in the vocab: article OOVs get the temporary
-  ids vocab_size + k, k in order of first occurrence (reference §1.3).
+  ids vocab_size + k, k in order of first occurrence, as the original's article2ids.
   """
   article_tokens = text.tokenize(article, tokenizer, lowercase)[:max_enc_steps]  # [L]
   enc_input = table.lookup(article_tokens)  # [L]

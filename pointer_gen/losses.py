@@ -1,4 +1,4 @@
-"""Losses of reference §3: masked NLL (pointer or baseline form) and the coverage loss."""
+"""The original's losses: masked NLL (pointer or baseline form) and the coverage loss."""
 
 import tensorflow as tf
 

@@ -1,6 +1,6 @@
 """Reading and writing examples in the two on-disk formats: chunked `.bin` and JSON Lines.
 
-`.bin` is the original's format (reference §1.1): records of an 8-byte little-endian signed length
+`.bin` is the original's format: records of an 8-byte little-endian signed length
 followed by that many bytes of a serialized `tf.train.Example` with `article` and `abstract` bytes
 features. JSONL holds one object per line with `article` and `abstract_sentences` (or `abstract`);
 other field names (Hugging Face's `highlights`, `document`, `summary`, ...) are chosen with

@@ -98,7 +98,7 @@ def _dense(name, shape, path, **kind):
 
 
 # Every `Linear` of the original acts on the concatenation of its arguments; each of our Dense
-# layers takes the same arguments in the same order (reference §2), so their matrices are
+# layers takes the same arguments in the same order as the original's model, so their matrices are
 # copied as they are: Attention on [c; h] (TF1 flattens the LSTMStateTuple (c, h)), the input
 # projection on [emb; context], calculate_pgen on [context; c; h; x], AttnOutputProjection on
 # [h; context].

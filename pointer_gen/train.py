@@ -25,9 +25,10 @@ class NonFiniteError(RuntimeError):
 def configure_tensorflow(debug=False):
   """Process-wide settings every mode needs; call before building anything."""
   # Grappler's memory optimiser crashes on the first full-size gradient step of a model whose
-  # decoder is a tf.while_loop (AlreadyExistsError on a TemporaryVariableOp; tf2-notes.md).
-  # Turning off only that optimiser keeps the others: ~6% faster and ~15% less memory than
-  # disabling Grappler (tools/benchmark.py configuration, measured on 2 cores).
+  # decoder is a tf.while_loop (AlreadyExistsError on a TemporaryVariableOp); a tiny model does
+  # not show it.
+  # Turning off only that optimiser keeps the others, which is faster and uses less memory than
+  # disabling Grappler (docs/performance.md).
   tf.config.optimizer.set_experimental_options({"memory_optimization": False})
   if debug:
     tf.config.run_functions_eagerly(True)

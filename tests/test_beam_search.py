@@ -1,5 +1,5 @@
 """The compiled, batched beam search against a plain one-article-at-a-time Python beam search
-written here from the original's algorithm (reference §5)."""
+written here from the original's algorithm (its beam_search.run_beam_search)."""
 
 import numpy as np
 import pytest

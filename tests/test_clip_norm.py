@@ -1,4 +1,4 @@
-"""Clipping as the original (issue 15): its global norm squares the embedding gradient's rows one
+"""Clipping as the original: its global norm squares the embedding gradient's rows one
 looked-up token at a time, and clipping with it gives the original's updates.
 
 The reference is TensorFlow's own: this file, run as a script in a subprocess with

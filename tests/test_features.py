@@ -1,5 +1,5 @@
 """`data.example_features` and single-pass `data.make_dataset` against hand-computed ids
-(reference.md §1.3)."""
+(the original's article2ids / abstract2ids)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""--first_step_context (issue 17): the original's decode starts step 0 from an attention over
+"""--first_step_context: the original's decode starts step 0 from an attention over
 the encoder's final state, which training never shows the model; `zeros` starts it as training
 does. A copy task shows what that costs a sharp model; a plain step-by-step decode shows that
 `zeros` changes nothing but step 0's input state and that `original` is today's decoder."""

@@ -1,4 +1,4 @@
-"""The decoder-side layers against numpy re-implementations of reference.md §2.
+"""The decoder-side layers against numpy re-implementations of the paper's equations.
 
 Every weight is overwritten with random values of order 1 (the default initialisers are tiny and
 would hide mistakes), and padding is placed so that masking matters.
@@ -55,7 +55,8 @@ def np_attention(att, query, states, mask, coverage, use_coverage):
 
 
 def np_cell_step(cell, emb, state, states, mask):
-  """One decoder step of reference §2 from the cell's weights. Returns outputs and new state."""
+  """One decoder step of the paper's equations from the cell's weights. Returns outputs and
+  new state."""
   c, h, context, coverage = state
   w_in, b_in = _np(cell.input_projection.kernel), _np(cell.input_projection.bias)
   x = np.concatenate([emb, context], axis=1) @ w_in + b_in

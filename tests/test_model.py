@@ -1,4 +1,4 @@
-"""The whole model and its losses against a numpy unrolled loop (reference.md §2-§3)."""
+"""The whole model and its losses against a numpy unrolled loop of the paper's equations."""
 
 import numpy as np
 import pytest
@@ -530,7 +530,7 @@ def test_projecting_only_real_steps_gives_the_plain_loss_and_gradients(pointer_g
 def _plain_total_loss(model, batch, cov_loss_wt):
   """The model's total loss written the plain way, each article alone with Python loops and
   TensorFlow's automatic gradients only: textbook LSTMs, the attention and context as written
-  in reference §2, the full final distribution over V + N, the coverage loss step by step."""
+  in the paper, the full final distribution over V + N, the coverage loss step by step."""
   w = lambda layer, name: tf.convert_to_tensor(getattr(layer, name))
   dense = lambda layer, x: x @ w(layer, "kernel") + w(layer, "bias")
   embedding = w(model.embedding, "embeddings")

@@ -1,12 +1,12 @@
 """Ctrl-C (SIGINT) and SIGTERM stop eval and decode within seconds whatever they are doing, with
 exit status 0, one `Stopping on` line, no traceback, and every file they write complete or
-absent (issues 18 and 14).
+absent.
 
 The processes start as a non-interactive shell starts a background job: with SIGINT ignored.
-tools/soak.py run that way (`python tools/soak.py ... &`) failed issue 18: its eval inherited the
-ignored SIGINT, which Python then leaves ignored, so the soak's final SIGINT did nothing. The
-testing hook POINTER_GEN_TESTING_PAUSE_AT (pointer_gen/stopping.py) holds eval at a named phase,
-as a long TensorFlow call would, so that the signal lands there.
+tools/soak.py run that way (`python tools/soak.py ... &`) once failed to stop: its eval
+inherited the ignored SIGINT, which Python then leaves ignored, so the soak's final SIGINT did
+nothing. The testing hook POINTER_GEN_TESTING_PAUSE_AT (pointer_gen/stopping.py) holds eval at
+a named phase, as a long TensorFlow call would, so that the signal lands there.
 """
 
 import concurrent.futures
@@ -45,7 +45,8 @@ AS_BACKGROUND_JOB = ["/bin/sh", "-c", 'trap "" INT; exec "$0" "$@"']
 # Eval moments: (POINTER_GEN_TESTING_PAUSE_AT, the log line at which the signal is sent, best
 # models complete on disk afterwards).
 EVAL_MOMENTS = {
-    # Polling an empty train dir (after a checkpoint it is the same loop: issue 18's case).
+    # Polling an empty train dir (after a checkpoint it is the same loop, where a soak's eval
+    # once ignored the signal).
     "waiting": (None, "Waiting for a checkpoint", 0),
     # Held before the restore and before scoring for 60 s: the stop cannot wait for them.
     "loading": ("load", "Testing: pausing at load", 0),

@@ -1,4 +1,4 @@
-"""Checkpoints of the original TF1 code (issue 6) give the original's numbers in pointer_gen.
+"""Checkpoints of the original TF1 code give the original's numbers in pointer_gen.
 
 The reference is computed by TensorFlow itself, not by our code: this file, run as a script in a
 subprocess with TF_USE_LEGACY_KERAS=1 (tf.compat.v1's RNN cells then come from tf_keras, which

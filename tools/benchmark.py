@@ -257,7 +257,8 @@ def trained_decode_rows(hps, results, rows):
   articles = 4 if FLAGS.quick else FLAGS.trained_articles
   one = time_continuous_decode(decode_hps, vocab, model, 1, max(2, articles // 8))
   many = time_continuous_decode(decode_hps, vocab, model, FLAGS.slots, articles)
-  # The same articles in padded batches, each waiting for its slowest article (before issue 16).
+  # The same articles in padded batches, each waiting for its slowest article (the decode before
+  # continuous batching).
   padded = time_decode(decode_hps, vocab, model, FLAGS.slots, articles)
   ratio = many["articles_per_sec"] / one["articles_per_sec"]
   results["decode_trained"] = {"model": "checkpoint" if FLAGS.trained_ckpt_path else
