@@ -16,6 +16,7 @@ from absl import logging
 from google.protobuf import text_format
 import tensorflow as tf
 
+from pointer_gen import files
 from pointer_gen.errors import DataError
 
 CHECKPOINT_NAME = "model.ckpt"
@@ -135,8 +136,5 @@ def register_newest(directory, path):
       all_model_checkpoint_timestamps=[t for _, t in entries],
       last_preserved_timestamp=preserved)
   # Replaced in one rename, as TensorFlow does, for a reader (eval) polling the file.
-  state_path = os.path.join(directory, "checkpoint")
-  tmp_path = f"{state_path}.tmp-{os.getpid()}"
-  with tf.io.gfile.GFile(tmp_path, "w") as f:
-    f.write(text_format.MessageToString(proto))
-  tf.io.gfile.rename(tmp_path, state_path, overwrite=True)
+  files.write_text_atomic(os.path.join(directory, "checkpoint"),
+                          text_format.MessageToString(proto))

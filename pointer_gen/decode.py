@@ -16,6 +16,7 @@ from pointer_gen import beam_search
 from pointer_gen import checkpoints
 from pointer_gen import continuous_batching
 from pointer_gen import data
+from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
 from pointer_gen import stopping
@@ -164,7 +165,7 @@ class SinglePassDecoder:
     for examples."""
     for directory in (self.dir, self.ref_dir, self.dec_dir):
       for name in os.listdir(directory) if os.path.isdir(directory) else []:
-        if ".tmp-" in name:
+        if files.TEMPORARY_MARK in name:
           os.remove(os.path.join(directory, name))
 
   def run(self):
@@ -226,15 +227,15 @@ class SinglePassDecoder:
     if len(kept) != done:
       raise DataError(f"{path} lacks entries for the {done} examples already decoded in "
                       f"{self.dec_dir}; remove {self.dir} to start over")
-    metrics.write_text_atomic(path, "".join(
+    files.write_text_atomic(path, "".join(
         json.dumps({"index": i, "p_gen_mean": v}) + "\n" for i, v in enumerate(kept)))
     return kept
 
   def _write_example(self, index, summary):
     # Reference first: a decoded file present means its example is complete.
-    metrics.write_text_atomic(os.path.join(self.ref_dir, f"{index:06d}_reference.txt"),
+    files.write_text_atomic(os.path.join(self.ref_dir, f"{index:06d}_reference.txt"),
                               "\n".join(summary.reference) + "\n")
-    metrics.write_text_atomic(os.path.join(self.dec_dir, f"{index:06d}_decoded.txt"),
+    files.write_text_atomic(os.path.join(self.dec_dir, f"{index:06d}_decoded.txt"),
                               "\n".join(summary.sentences) + "\n")
 
   def _finish(self, count, p_gen_means, skips):
@@ -259,10 +260,10 @@ class SinglePassDecoder:
             "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer", "lowercase",
             "data_format", "article_key", "abstract_key")},
     }
-    metrics.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
+    files.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                               metrics.rouge_results_text(rouge))
     # Written last: its presence marks the decode as finished.
-    metrics.write_text_atomic(os.path.join(self.dir, "metrics.json"),
+    files.write_text_atomic(os.path.join(self.dir, "metrics.json"),
                               json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     print(final_report(result, self.dir))
     return result
@@ -389,11 +390,11 @@ class ContinuousDecoder:
       record["p_gens"] = summary.p_gens[:len(summary.words)].tolist()
     payload = json.dumps(record, ensure_ascii=False)
     if self.hps.max_attn_vis_files:
-      metrics.write_text_atomic(os.path.join(self.vis_dir, f"{index:06d}.json"), payload)
-    metrics.write_text_atomic(os.path.join(self.dir, "attn_vis_data.json"), payload)
+      files.write_text_atomic(os.path.join(self.vis_dir, f"{index:06d}.json"), payload)
+    files.write_text_atomic(os.path.join(self.dir, "attn_vis_data.json"), payload)
     # --max_attn_vis_files newest kept: a decode left running otherwise fills the disk.
-    files = self._vis_files()
-    for _, name in files[:max(len(files) - self.hps.max_attn_vis_files, 0)]:
+    kept = self._vis_files()
+    for _, name in kept[:max(len(kept) - self.hps.max_attn_vis_files, 0)]:
       os.remove(os.path.join(self.vis_dir, name))
 
 

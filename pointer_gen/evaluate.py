@@ -20,8 +20,8 @@ import tensorflow as tf
 
 from pointer_gen import checkpoints
 from pointer_gen import data
+from pointer_gen import files
 from pointer_gen import losses
-from pointer_gen import metrics
 from pointer_gen import model as model_lib
 from pointer_gen import run_config
 from pointer_gen import stopping
@@ -270,7 +270,7 @@ def run_single_pass(hps, vocab):
   result["definitions"] = {k: v for k, v in METRIC_DEFINITIONS.items() if k in result}
   make_output_dir(hps.eval_dir)
   path = os.path.join(hps.eval_dir, f"metrics-{step}.json")
-  metrics.write_text_atomic(path, json.dumps(result, indent=2) + "\n")
+  files.write_text_atomic(path, json.dumps(result, indent=2) + "\n")
   logging.info("Scored %s on %d examples (%d target tokens): loss %.4f; written to %s",
                ckpt_path, num_examples, result["num_target_tokens"], result["loss"], path)
   return path, result

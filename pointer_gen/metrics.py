@@ -9,7 +9,6 @@ intervals come from a seeded bootstrap rather than ROUGE-1.5.5's own resampling.
 """
 
 import collections
-import os
 
 import numpy as np
 from rouge_score import rouge_scorer
@@ -135,23 +134,6 @@ def ngram_stats(decoded_tokens, reference_tokens, article_tokens, ns=(1, 2, 3, 4
                      f"{len(article_tokens)} article token lists: expected the same number")
   return {"decoded": _summary_stats(decoded_tokens, article_tokens, ns),
           "reference": _summary_stats(reference_tokens, article_tokens, ns)}
-
-
-def write_text_atomic(path, text):
-  """Writes `text` (UTF-8) so that readers see either the old file or the complete new one."""
-  # Same directory, so os.replace is an atomic rename; a plain open (not mkstemp, which creates
-  # mode 0600) gives the result file the usual permissions.
-  tmp_path = f"{path}.tmp-{os.getpid()}"
-  try:
-    with open(tmp_path, "w", encoding="utf-8") as f:
-      f.write(text)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp_path, path)
-  except BaseException:
-    if os.path.exists(tmp_path):
-      os.unlink(tmp_path)
-    raise
 
 
 def sentences_from_words(words):

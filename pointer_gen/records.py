@@ -12,7 +12,6 @@ one bad example does not stop a long run.
 """
 
 import collections
-import contextlib
 import glob
 import itertools
 import json
@@ -25,6 +24,7 @@ from google.protobuf import unknown_fields
 from google.protobuf.message import DecodeError
 import tensorflow as tf
 
+from pointer_gen import files
 from pointer_gen.errors import DataError
 from pointer_gen.vocab import SENTENCE_END, SENTENCE_START
 
@@ -51,11 +51,11 @@ def expand_glob(pattern, flag="--data_path"):
   if not pattern:
     raise DataError(f"{flag} is empty: give a file or a glob pattern such as 'data/train_*.bin'")
   matches = glob.glob(os.path.expanduser(pattern))
-  files = sorted(p for p in matches if os.path.isfile(p))
-  if not files:
+  paths = sorted(p for p in matches if os.path.isfile(p))
+  if not paths:
     hint = " (only directories match; add a file pattern such as '/*.bin')" if matches else ""
     raise DataError(f"{flag}={pattern}: no files match{hint}")
-  return files
+  return paths
 
 
 def detect_format(path, data_format="auto"):
@@ -323,20 +323,6 @@ def read_records(paths, data_format, skips: SkipCounter, article_key=ARTICLE_KEY
       yield from read_jsonl(path, skips, article_key, abstract_key)
 
 
-@contextlib.contextmanager
-def _atomic_binary_file(path):
-  """Opens `path + '.tmp'` for writing and moves it over `path` only if the block succeeds."""
-  tmp = path + ".tmp"
-  try:
-    with open(tmp, "wb") as f:
-      yield f
-  except BaseException:
-    with contextlib.suppress(FileNotFoundError):
-      os.remove(tmp)
-    raise
-  os.replace(tmp, path)
-
-
 def _abstract_text(record):
   """Wraps sentences in tags; a sentence that holds a tag would not read back, so refuse it."""
   for s in record.abstract_sentences:
@@ -363,7 +349,7 @@ def _serialize(record):
 def write_bin(path, records):
   """Writes records as one .bin file (atomically); returns how many were written."""
   count = 0
-  with _atomic_binary_file(path) as f:
+  with files.atomic_file(path, "wb") as f:
     for record in records:
       payload = _serialize(record)
       f.write(_LENGTH.pack(len(payload)))
@@ -391,7 +377,7 @@ def write_chunked(records, out_dir, split, chunk_size=1000):
 def write_jsonl(path, records):
   """Writes records as one JSON Lines file (atomically); returns how many were written."""
   count = 0
-  with _atomic_binary_file(path) as f:
+  with files.atomic_file(path, "wb") as f:
     for record in records:
       obj = {
           "article": record.article,

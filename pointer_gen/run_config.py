@@ -16,7 +16,7 @@ import os
 import tensorflow as tf
 
 import pointer_gen
-from pointer_gen import metrics
+from pointer_gen import files
 from pointer_gen.errors import DataError
 from pointer_gen.errors import make_output_dir
 
@@ -76,7 +76,7 @@ def write(hps, num_train_steps=None):
   values["tensorflow_version"] = tf.__version__
   make_output_dir(hps.run_dir)
   path = path_in(hps.run_dir)
-  metrics.write_text_atomic(
+  files.write_text_atomic(
       path, json.dumps(dict(sorted(values.items())), indent=2, ensure_ascii=False) + "\n")
   return path
 

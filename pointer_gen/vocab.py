@@ -7,6 +7,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from pointer_gen import files
 from pointer_gen.errors import DataError
 
 UNK = "[UNK]"
@@ -116,11 +117,9 @@ def write_vocab(path, counts, max_size=0):
   ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
   if max_size:
     ordered = ordered[:max_size]
-  tmp = path + ".tmp"
-  with open(tmp, "w", encoding="utf-8") as f:
+  with files.atomic_file(path) as f:
     for word, count in ordered:
       f.write(f"{word} {count}\n")
-  os.replace(tmp, path)
   return len(ordered)
 
 
@@ -132,10 +131,7 @@ def write_tokenization(vocab_path, tokenizer, lowercase, **details):
   """Writes the sidecar that says how the words of `vocab_path` were tokenised (atomically)."""
   record = {"tokenizer": tokenizer, "lowercase": lowercase, **details}
   path = tokenization_path(vocab_path)
-  tmp = path + ".tmp"
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-  os.replace(tmp, path)
+  files.write_text_atomic(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
   return path
 
 

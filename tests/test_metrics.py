@@ -1,4 +1,3 @@
-import os
 import re
 
 import pytest
@@ -156,14 +155,6 @@ def test_ngram_stats_edge_cases():
                            "novel_ngrams_pct": {"1": 0.0, "2": 0.0}, "mean_length": 0.0}
   with pytest.raises(ValueError, match="expected the same number"):
     metrics.ngram_stats([["a"]], [], [["a"]])
-
-
-def test_write_text_atomic(tmp_path):
-  path = tmp_path / "ROUGE_results.txt"
-  metrics.write_text_atomic(str(path), "first\n")
-  metrics.write_text_atomic(str(path), "second: của\n")
-  assert path.read_text(encoding="utf-8") == "second: của\n"
-  assert os.listdir(tmp_path) == ["ROUGE_results.txt"]
 
 
 @pytest.mark.parametrize("words, sentences", [

@@ -23,7 +23,7 @@ import tensorflow as tf
 from pointer_gen import config
 from pointer_gen import decode
 from pointer_gen import demo_data
-from pointer_gen import metrics
+from pointer_gen import files
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 
@@ -319,17 +319,17 @@ def test_decode_dying_between_its_writes_resumes_to_the_same_files(
       batch_size=1, max_enc_steps=40, max_dec_steps=8, min_dec_steps=2, beam_size=2,
       max_decode_examples=40)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-  write = metrics.write_text_atomic
+  write = files.write_text_atomic
 
   def write_then_die(path, text):
     write(path, text)
     if path.endswith(dies_after):
       raise _Killed(path)
 
-  monkeypatch.setattr(metrics, "write_text_atomic", write_then_die)
+  monkeypatch.setattr(files, "write_text_atomic", write_then_die)
   with pytest.raises(_Killed):
     decode.run(hps, vocab)
-  monkeypatch.setattr(metrics, "write_text_atomic", write)
+  monkeypatch.setattr(files, "write_text_atomic", write)
   decode.run(hps, vocab)
   assert _decode_files(_decode_dir(tmp_path / "run")) == reference
 
