@@ -1,11 +1,57 @@
-"""pointer_gen: the pointer-generator network with coverage (See et al., 2017) in TF2 / Keras 3."""
+"""pointer_gen: the pointer-generator network with coverage (See et al., 2017) in TF2 / Keras 3.
+
+The code map, by layer. The main path runs files -> examples -> batches -> model -> loss ->
+training, then beam search -> decode; a module on it imports only from its own layer, the layers
+above it and the plumbing (data never imports the model, layers never the model, losses never
+train).
+
+Files and examples:
+  records              examples in the original's chunked `.bin` and in JSONL; bad records
+  vocab                the original's vocab file and the `.tokenization.json` beside it
+  text                 tokenisation as TensorFlow ops, shared by training and serving
+Batches:
+  data                 the input pipeline: records -> id tensors -> padded, bucketed batches
+The model:
+  layers               the Keras layers: encoder, reduce-state, attention, decoder cell
+  kernels              hand-written gradients and XLA kernels, each a named plain formula
+  model                the pointer-generator: embedding, encoder, decoder loop
+The loss:
+  losses               masked NLL (pointer or baseline form) and the coverage loss
+Training:
+  train                `--mode=train`: the loop, checkpoints, summaries, non-finite guard
+  evaluate             `--mode=eval`: scores checkpoints on validation data, keeps the best
+Decoding and serving:
+  beam_search          the original's beam search, compiled: many articles x beams a step
+  continuous_batching  single-pass decode's slots, each taking the next article when done
+  decode               `--mode=decode`: single-pass with ROUGE, or endless with attention
+  export               `--mode=export`: a self-contained SavedModel, raw text to summaries
+
+The plumbing:
+  run                  the entry point: settles the flags into HParams, runs the mode
+  config               the flags (the original's names, defaults) and the HParams from them
+  usage                `--help`: the project's flags grouped by the mode that reads them
+  run_config           `<run>/run_config.json`: the model's settings, which every mode follows
+  run_lock             one trainer per run directory: the flock on `<run>/trainer.lock`
+  checkpoints          where checkpoints live; how every mode finds and restores them
+  checkpoint_utils     `--convert_to_coverage_model` and `--restore_best_model`
+  tf1_checkpoint       reads the original TF1 code's checkpoints into a run
+  precision            `--precision`: the Keras dtype policy, float32 or mixed_bfloat16
+  distribute           `--strategy`: one device, local GPUs, many workers, TPU
+  summaries            TensorBoard scalars written with core TensorFlow alone
+  stopping             Ctrl-C and SIGTERM as one clean stop between steps
+  metrics              ROUGE with intervals, n-gram figures, result files (no TensorFlow)
+  errors               the errors for bad user input, naming the file, record or flag
+  demo_data            the built-in demo corpus, generated in the `.bin` format
+
+Tools (`tools/`) and the documentation (`README.md`, `docs/`) sit beside the package.
+"""
 
 import os
 
 # TensorFlow's default CPU allocator maps fresh pages for every large temporary; its BFC
-# allocator reuses them: a full-length training step took 8.7 s instead of 12.3 s on 2 cores
-# (README, Performance). TensorFlow reads this when it first allocates, so setting it here works
-# even after `import tensorflow`; an explicit setting in the environment wins.
+# allocator reuses them, which makes a training step much faster (docs/performance.md).
+# TensorFlow reads this when it first allocates, so setting it here works even after
+# `import tensorflow`; an explicit setting in the environment wins.
 os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 __version__ = "0.1.0"
