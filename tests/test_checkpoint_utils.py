@@ -203,7 +203,11 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
                          "--restore_best_model")
   written = os.path.join(copied.train_dir, f"model.ckpt-{BEST_STEP}_best")
   assert code == 0, err
-  assert f"Wrote the best model as {written}" in out
+  best = os.path.join(copied.eval_dir, f"bestmodel-{BEST_STEP}")
+  assert out.splitlines()[-1] == (
+      f"Wrote the best model {best} (without coverage) as {written}, the newest checkpoint "
+      "(fresh optimizer): training resumes from it without coverage; "
+      "--convert_to_coverage_model is the way back to coverage")
   assert checkpoints.newest(copied.train_dir) == written
 
   # The coverage conversion records coverage in the run's run_config.json (here a run from
@@ -214,3 +218,7 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
   recorded = run_config.read(copied.run_dir)
   assert (recorded["coverage"], recorded["hidden_dim"], recorded["max_enc_steps"]) == (
       True, 8, 40)
+  # The restore wrote the record first (the run had none: its phases before are not known).
+  assert recorded["phases"] == [
+      {"coverage": False, "from_step": BEST_STEP, "by": "restore_best_model"},
+      {"coverage": True, "from_step": BEST_STEP, "by": "convert_to_coverage_model"}]
