@@ -136,10 +136,10 @@ class ConcurrentEvaluator:
           if path is None:  # stopped
             break
           last_path = path
-          if _coverage_of(path) not in (None, self.hps.coverage):
-            logging.info("%s is a checkpoint %s coverage: the run's next phase. This eval "
-                         "compared the checkpoints %s coverage; start eval again for the new "
-                         "phase.", path, _with(not hps.coverage), _with(hps.coverage))
+          if _coverage_of(path) not in (None, hps.coverage):
+            logging.info("%s is a checkpoint %s coverage, of the run's other phase: this eval "
+                         "compared the checkpoints %s coverage and stops; start eval again for "
+                         "the new phase.", path, _with(not hps.coverage), _with(hps.coverage))
             break
           if path.endswith(checkpoints.COVERAGE_INIT_SUFFIX):
             logging.info("Skipping %s, the first phase's model with w_c not trained yet; "

@@ -75,9 +75,10 @@ def resolve_data(hps, given=frozenset()):
 def _check_is_demo_run(hps, recorded, demo_vocab):
   expected = recorded.get("vocab_sha256")
   if expected and run_config.file_checksum(demo_vocab) != expected:
+    vocab = run_config.recorded_vocab_path(hps.run_dir, recorded)
     raise DataError(f"--data_path is required: {run_config.path_in(hps.run_dir)} says this run "
-                    f"was trained with the vocab {recorded['vocab_path']} (sha256 {expected}), "
-                    f"not on the demo corpus (vocab {demo_vocab})")
+                    f"was trained with the vocab {vocab} (sha256 {expected}), not on the demo "
+                    f"corpus (vocab {demo_vocab})")
 
 
 def checkpoint_to_load(hps):

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 
-from absl import flags
 import pytest
 import tensorflow as tf
 
@@ -19,24 +18,14 @@ from pointer_gen import checkpoints
 from pointer_gen import demo_data
 from pointer_gen import run_config
 
-from conftest import REPO, project_error_lines, run_main
+from conftest import REPO, project_error_lines, run_main, settle
 
 TINY = ("--vocab_size=519", "--hidden_dim=8", "--emb_dim=8", "--batch_size=2",
         "--max_enc_steps=30", "--max_dec_steps=6", "--seed=1", "--checkpoint_secs=1000")
 DECODE = ("--mode=decode", "--single_pass", "--beam_size=2", "--min_dec_steps=1",
           "--max_dec_steps=4", "--batch_size=2", "--max_decode_examples=2")
 FIRST_STEPS, COVERAGE_STEPS = 2, 4
-
-
-def _settled(*args):
-  """The HParams run.main would use for `args`, without running anything."""
-  from pointer_gen import run  # pylint: disable=g-import-not-at-top
-  flags.FLAGS.unparse_flags()
-  flags.FLAGS(["run", *args])
-  try:
-    return run.settle_hparams(flags.FLAGS)
-  finally:
-    flags.FLAGS.unparse_flags()
+DEMO_DECODED = 4
 
 
 def _state(directory):
@@ -57,8 +46,15 @@ def _wait_for_line(path, pattern, process, timeout=180):
     time.sleep(0.2)
 
 
-def test_the_recipe_in_one_run_directory(tmp_path, capsys):
-  corpus = demo_data.ensure_demo_corpus(str(tmp_path / "demo_data"))
+@pytest.fixture(scope="module")
+def demo_corpus(tmp_path_factory):
+  """The demo corpus, generated once for the module: {"dir", "train", "val", "vocab", ...}."""
+  directory = tmp_path_factory.mktemp("corpus") / "demo_data"
+  return {"dir": directory, **demo_data.ensure_demo_corpus(str(directory))}
+
+
+def test_the_recipe_in_one_run_directory(tmp_path, capsys, demo_corpus):
+  corpus = demo_corpus
   run_dir = tmp_path / "runs" / "recipe"
   train_dir, eval_dir = run_dir / "train", run_dir / "eval"
   where = (f"--log_root={tmp_path / 'runs'}", "--exp_name=recipe")
@@ -149,9 +145,9 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys):
     assert sorted(os.listdir(decode_dir / "decoded")) == ["000000_decoded.txt",
                                                           "000001_decoded.txt"]
   # Single-pass eval and export of the first phase's checkpoint build its model too.
-  assert _settled("--mode=eval", "--single_pass", *val_data,
+  assert settle("--mode=eval", "--single_pass", *val_data,
                   f"--ckpt_path={first}").coverage is False
-  assert _settled("--mode=export", *where, "--export_dir=x", f"--ckpt_path={first}",
+  assert settle("--mode=export", *where, "--export_dir=x", f"--ckpt_path={first}",
                   ).coverage is False
 
   # A flag that contradicts the checkpoint loaded is an error naming both; nothing is written.
@@ -169,3 +165,100 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys):
       f"error: --coverage=false conflicts with the checkpoint {second}, which is a coverage "
       "model (it holds w_c): leave --coverage out to build the model as the checkpoint has it")
   assert sorted(os.listdir(run_dir)) == before
+
+
+def _tiny_demo_cfg():
+  """flags/demo.cfg with the model and the run made tiny (the demo's 300 steps take minutes on a
+  shared CI machine); everything else, run directory and decode flags included, as it is."""
+  text = (REPO / "flags" / "demo.cfg").read_text(encoding="utf-8")
+  for flag, value in (("hidden_dim", 8), ("emb_dim", 8), ("num_train_steps", 2)):
+    text, count = re.subn(rf"^--{flag}=\d+$", f"--{flag}={value}", text, flags=re.M)
+    assert count == 1, flag
+  return text
+
+
+def test_a_run_decodes_after_its_checkout_moves(tmp_path, capsys, monkeypatch, demo_corpus):
+  """The README's demo commands in a checkout that moves between training and decoding (the
+  decode limited to a few articles)."""
+  old = tmp_path / "old" / "checkout"
+  (old / "flags").mkdir(parents=True)
+  # The corpus the first command would generate there (the same seed: reused as it is).
+  shutil.copytree(demo_corpus["dir"], old / "runs" / "demo_data")
+  (old / "flags" / "demo.cfg").write_text(_tiny_demo_cfg(), encoding="utf-8")
+  monkeypatch.chdir(old)
+  code, _, err = run_main(capsys, "--flagfile=flags/demo.cfg")
+  assert code == 0, err
+  # The demo's vocab lies in the run's log_root tree: recorded relative to the run directory.
+  assert run_config.read("runs/demo")["vocab_path"] == os.path.join("..", "demo_data", "vocab")
+
+  new = tmp_path / "new" / "checkout"
+  new.parent.mkdir()
+  shutil.move(old, new)
+  monkeypatch.chdir(new)
+  code, out, err = run_main(capsys, "--flagfile=flags/demo.cfg", "--mode=decode",
+                            "--single_pass", f"--max_decode_examples={DEMO_DECODED}")
+  assert code == 0, err
+  decode_dir = new / "runs" / "demo" / "decode_val_150maxenc_4beam_5mindec_30maxdec_ckpt-2"
+  assert f"examples in {decode_dir} (metrics.json)" in out
+  with open(decode_dir / "metrics.json", encoding="utf-8") as f:
+    used = json.load(f)
+  assert used["num_examples"] == len(os.listdir(decode_dir / "decoded")) == DEMO_DECODED
+  assert used["flags"]["vocab_path"] == str(new / "runs" / "demo_data" / "vocab")
+  assert not old.exists()
+
+  # A record written before relative paths (the vocab's absolute path, gone with the old
+  # checkout) names the missing file; --vocab_path alone replaces it when the checksum agrees.
+  recorded = run_config.read("runs/demo")
+  gone = str(old / "runs" / "demo_data" / "vocab")
+  recorded["vocab_path"] = gone
+  with open("runs/demo/run_config.json", "w", encoding="utf-8") as f:
+    json.dump(recorded, f)
+  decode = ("--flagfile=flags/demo.cfg", "--mode=decode", "--single_pass")
+  code, _, err = run_main(capsys, *decode)
+  assert code == 1
+  assert project_error_lines(err)[-1] == (
+      f"error: the vocab {gone} recorded in runs/demo/run_config.json does not exist any more: "
+      f"pass --vocab_path with that vocab file (the same bytes, sha256 "
+      f"{recorded['vocab_sha256']})")
+  copy = tmp_path / "vocab_copy"
+  shutil.copy(new / "runs" / "demo_data" / "vocab", copy)
+  for vocab in ("runs/demo_data/vocab", str(copy)):
+    hps = settle(*decode, f"--vocab_path={vocab}")
+    assert (hps.vocab_path, hps.hidden_dim) == (str(new / "runs" / "demo_data" / "vocab"), 8)
+  other = tmp_path / "other_vocab"
+  other.write_text("".join(f"w{i} 1\n" for i in range(600)), encoding="utf-8")
+  code, _, err = run_main(capsys, *decode, f"--vocab_path={other}")
+  assert code == 1
+  assert re.fullmatch(
+      rf"error: --vocab_path={re.escape(str(other))} \(sha256 [0-9a-f]{{64}}\) is not the vocab "
+      rf"recorded in runs/demo/run_config\.json \({re.escape(gone)}, sha256 "
+      rf"{recorded['vocab_sha256']}\), with which this run's model was trained: its ids would "
+      r"mean other words\. Use that vocab file, or start a new run \(another --exp_name\)",
+      project_error_lines(err)[-1])
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_checkpoints_kept_from_rotation_survive_a_new_manager(tmp_path, kept):
+  """What an eval started in the run's other phase does with the best models already there: the
+  CheckpointManager it opens (keep 3) rotates out only its own saves."""
+  directory = str(tmp_path)
+  checkpoint = tf.train.Checkpoint(v=tf.Variable(0.0))
+
+  def manager():
+    return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=3,
+                                      checkpoint_name="bestmodel")
+
+  first = manager()
+  for step in (1, 2, 3):
+    first.save(checkpoint_number=step)
+  old = [os.path.join(directory, f"bestmodel-{step}") for step in (1, 2, 3)]
+  if kept:
+    assert checkpoints.keep_from_rotation(directory, lambda path: path == old[1]) == [old[1]]
+  second = manager()
+  for step in (5, 6, 7, 8):
+    second.save(checkpoint_number=step)
+  on_disk = sorted(int(name[len("bestmodel-"):-len(".index")]) for name in os.listdir(directory)
+                   if name.endswith(".index"))
+  # Kept: bestmodel-2 and the older bestmodel-1 stay; else the new manager deletes them all.
+  assert on_disk == ([1, 2, 6, 7, 8] if kept else [6, 7, 8])
+  assert _state(directory) == ["bestmodel-6", "bestmodel-7", "bestmodel-8"]

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import unicodedata
 
-from absl import flags
 import pytest
 
 from pointer_gen import checkpoints
@@ -35,6 +34,7 @@ from pointer_gen.errors import DataError
 from conftest import REPO
 from conftest import project_error_lines
 from conftest import run_main
+from conftest import settle
 
 TINY = ("--vocab_size=0", "--hidden_dim=8", "--emb_dim=8", "--batch_size=2",
         "--max_enc_steps=30", "--max_dec_steps=6", "--seed=1")
@@ -132,33 +132,22 @@ def test_hf_field_names_end_to_end_and_decode_inherits_the_run_settings(hf_data,
     assert f.read().strip() == hf_data["rows"][0]["summary"]
 
 
-def _settled(*args):
-  """The HParams run.main would use for `args`, without running anything."""
-  from pointer_gen import run  # pylint: disable=g-import-not-at-top
-  flags.FLAGS.unparse_flags()
-  flags.FLAGS(["run", *args])
-  try:
-    return run.settle_hparams(flags.FLAGS)
-  finally:
-    flags.FLAGS.unparse_flags()
-
-
 def test_eval_and_export_inherit_and_data_layout_flags_stay_free(hf_data, trained):
-  hps = _settled("--mode=export", f"--log_root={trained}", "--exp_name=hf", "--export_dir=x")
+  hps = settle("--mode=export", f"--log_root={trained}", "--exp_name=hf", "--export_dir=x")
   assert (hps.tokenizer, hps.lowercase, hps.hidden_dim, hps.vocab_size, hps.max_enc_steps,
           hps.vocab_path) == ("punct", True, 8, 0, 30, hf_data["vocab"])
   # A copy of the vocab elsewhere is the same vocab (same bytes); the field names describe the
   # files read, so another layout (e.g. a .bin test set) is taken as given.
   copy = hf_data["root"] / "vocab_copy"
   copy.write_bytes(open(hf_data["vocab"], "rb").read())
-  hps = _settled("--mode=eval", *_args(hf_data, trained), f"--vocab_path={copy}",
+  hps = settle("--mode=eval", *_args(hf_data, trained), f"--vocab_path={copy}",
                  "--article_key=text")
   assert (hps.vocab_path, hps.article_key, hps.abstract_key, hps.tokenizer) == (
       str(copy), "text", "summary", "punct")
 
 
 def test_a_resumed_train_inherits_and_may_raise_max_enc_steps(hf_data, trained):
-  hps = _settled("--mode=train", *_args(hf_data, trained), "--max_enc_steps=60")
+  hps = settle("--mode=train", *_args(hf_data, trained), "--max_enc_steps=60")
   assert (hps.max_enc_steps, hps.tokenizer, hps.lowercase, hps.article_key, hps.hidden_dim) == (
       60, "punct", True, "document", 8)
 
