@@ -16,7 +16,9 @@ import tensorflow as tf
 
 from pointer_gen import checkpoints
 from pointer_gen import demo_data
+from pointer_gen import evaluate
 from pointer_gen import run_config
+from pointer_gen import vocab as vocab_lib
 
 from conftest import REPO, project_error_lines, run_main, settle
 
@@ -53,7 +55,7 @@ def demo_corpus(tmp_path_factory):
   return {"dir": directory, **demo_data.ensure_demo_corpus(str(directory))}
 
 
-def test_the_recipe_in_one_run_directory(tmp_path, capsys, demo_corpus):
+def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):
   corpus = demo_corpus
   run_dir = tmp_path / "runs" / "recipe"
   train_dir, eval_dir = run_dir / "train", run_dir / "eval"
@@ -76,12 +78,25 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys, demo_corpus):
   assert run_config.read(run_dir)["phases"] == [{"coverage": False, "from_step": 0,
                                                  "by": "train"}]
 
+  # An eval beside the first phase that is still waiting when the conversion comes.
+  eval_hps = settle("--mode=eval", *val_data, "--eval_poll_secs=0.1")
+  beside = evaluate.ConcurrentEvaluator(
+      eval_hps, vocab_lib.Vocab.from_file(eval_hps.vocab_path, eval_hps.vocab_size))
+  assert beside.model.coverage is False
+
   # 3. Convert to a coverage model: the record's phases say where coverage began.
   code, out, err = run_main(capsys, "--mode=train", *train_data, "--coverage",
                             "--convert_to_coverage_model")
   assert code == 0, err
   converted = f"{first}_cov_init"
   assert checkpoints.newest(str(train_dir)) == converted and checkpoints.has_coverage(converted)
+  # That eval stops at the converted checkpoint, the other phase's, without scoring it.
+  with caplog.at_level("INFO", logger="absl"):
+    assert beside.run() == 0
+  assert (f"{converted} is a checkpoint with coverage, of the run's other phase: this eval "
+          "compared the checkpoints without coverage and stops") in caplog.text
+  assert checkpoints.newest(str(eval_dir)) == first_best
+  del beside
   recorded = run_config.read(run_dir)
   assert recorded["coverage"] is True
   assert recorded["phases"][1:] == [{"coverage": True, "from_step": FIRST_STEPS,
