@@ -24,9 +24,9 @@ BEST_MODEL_NAME = "bestmodel"
 MAX_TO_KEEP = 3
 COVERAGE_INIT_SUFFIX = "_cov_init"
 BEST_SUFFIX = "_best"
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # The coverage weight of the attention, as a path in the checkpoint's object graph: a checkpoint
 # holds a coverage model exactly when it has it.
-OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 COVERAGE_PATH = ("model", "cell", "attention", "w_c")
 
 

@@ -82,7 +82,7 @@ def write(hps, num_train_steps=None, new_run=False, phase_begins=None):
   previous = {} if new_run else (read(hps.run_dir) or {})
   values = {name: getattr(hps, name) for name in FIXED + DATA + PHASE}
   values["phases"] = _phases(previous.get("phases"), hps.coverage, new_run, phase_begins)
-  values["vocab_path"] = _recorded_vocab_path(hps)
+  values["vocab_path"] = _vocab_path_to_record(hps)
   values["vocab_sha256"] = file_checksum(hps.vocab_path)
   values["num_train_steps"] = hps.num_train_steps if num_train_steps is None else num_train_steps
   values["pointer_gen_version"] = pointer_gen.__version__
@@ -109,7 +109,7 @@ def _phase(coverage, from_step, by):
   return {"coverage": coverage, "from_step": from_step, "by": by}
 
 
-def _recorded_vocab_path(hps):
+def _vocab_path_to_record(hps):
   """The vocab's path as recorded: relative to the run directory when the vocab is inside the
   log_root tree (moved together), else absolute."""
   vocab = os.path.abspath(hps.vocab_path)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,6 +170,22 @@ def test_a_flag_that_conflicts_with_the_run_is_an_error(hf_data, trained, capsys
       f"model was trained: leave --{given[2:].split('=')[0]} out to use the recorded value, or "
       "start a new run (another --exp_name)")
   assert sorted(os.listdir(trained / "hf")) == before
+
+
+def test_vocab_path_alone_stands_in_only_for_the_demo_corpus(hf_data, trained, tmp_path):
+  """Without --data_path, a --vocab_path given for a run trained on other data than the demo
+  corpus is refused, even with the run's own vocab: the demo articles would be read."""
+  log_root = tmp_path / "runs"
+  shutil.copytree(trained / "hf", log_root / "hf")
+  with pytest.raises(DataError) as raised:
+    settle("--mode=decode", f"--log_root={log_root}", "--exp_name=hf",
+           f"--vocab_path={hf_data['vocab']}")
+  recorded = run_config.read(log_root / "hf")
+  demo_vocab = log_root / "demo_data" / "vocab"
+  assert str(raised.value) == (
+      f"--data_path is required: {log_root}/hf/run_config.json says this run was trained with "
+      f"the vocab {hf_data['vocab']} (sha256 {recorded['vocab_sha256']}), not on the demo "
+      f"corpus (vocab {demo_vocab})")
 
 
 def test_another_vocab_or_a_changed_one_is_an_error(hf_data, trained, capsys, tmp_path):
