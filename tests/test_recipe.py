@@ -115,7 +115,7 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):
     _wait_for_line(f"{log}.err", r"Skipping .*_cov_init, the first phase's model", evaluator)
     # 4. Train with coverage: no model flag, the converted checkpoint has coverage.
     code, _, err = run_main(capsys, "--mode=train", *train_data,
-                            f"--num_train_steps={COVERAGE_STEPS}")
+                            f"--num_train_steps={COVERAGE_STEPS}", "--checkpoint_secs=1000")
     assert code == 0, err
     assert evaluator.wait(timeout=180) == 0
   finally:
