@@ -41,7 +41,8 @@ def convert_to_coverage_model(hps, vocab_size):
 
 
 def restore_best_model(hps, vocab_size):
-  """Copies the newest best model of <run>/eval into the train dir; returns the path written,
+  """Copies the newest best model of <run>/eval into the train dir, built with hps.coverage
+  (which the caller takes from that best model); returns the path written,
   `model.ckpt-<step>_best`."""
   source = checkpoints.newest(hps.eval_dir)
   if not source:

@@ -15,6 +15,7 @@ import time
 from absl import logging
 from google.protobuf import text_format
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from pointer_gen import files
 from pointer_gen.errors import DataError
@@ -24,6 +25,10 @@ BEST_MODEL_NAME = "bestmodel"
 MAX_TO_KEEP = 3
 COVERAGE_INIT_SUFFIX = "_cov_init"
 BEST_SUFFIX = "_best"
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+# The coverage weight of the attention, as a path in the checkpoint's object graph: a checkpoint
+# holds a coverage model exactly when it has it.
+COVERAGE_PATH = ("model", "cell", "attention", "w_c")
 
 
 def make_checkpoint(model, optimizer=None):
@@ -58,6 +63,47 @@ def resolve(hps, ckpt_path=""):
   if not path:
     raise DataError(f"no checkpoint in {hps.train_dir}: train first, or pass --ckpt_path")
   return path
+
+
+def has_coverage(path):
+  """Whether the checkpoint `path` holds a coverage model (the attention's w_c); raises
+  tf.errors.OpError when it cannot be read.
+
+  The object graph is walked because a value's key in the file is only its shortest path: in a
+  training checkpoint, w_c's is through the optimizer's list of variables.
+  """
+  reader = tf.train.load_checkpoint(path)
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor(OBJECT_GRAPH_KEY))
+  node = graph.nodes[0]
+  for name in COVERAGE_PATH:
+    child = next((c for c in node.children if c.local_name == name), None)
+    if child is None:
+      return False
+    node = graph.nodes[child.node_id]
+  return bool(node.attributes)
+
+
+def with_coverage_of(hps, given, path):
+  """`hps` with `coverage` as the checkpoint `path` has it, whatever the run's record says: a
+  run directory holds checkpoints of both phases (before and after the coverage conversion).
+  A --coverage flag in `given` (the names the user set) that contradicts the checkpoint is a
+  DataError naming both."""
+  try:
+    coverage = has_coverage(path)
+  except tf.errors.OpError as e:
+    raise DataError(f"{path}: not a readable checkpoint ({str(e).strip().splitlines()[0]})") from e
+  if "coverage" in given and hps.coverage != coverage:
+    if coverage:
+      fact, hint = "is a coverage model (it holds w_c)", ""
+    else:
+      fact = "has no coverage (no w_c)"
+      hint = (" (--convert_to_coverage_model turns a model trained without coverage into a "
+              "coverage model)")
+    raise DataError(f"--coverage={str(hps.coverage).lower()} conflicts with the checkpoint "
+                    f"{path}, which {fact}: leave --coverage out to build the model as the "
+                    f"checkpoint has it{hint}")
+  return hps.replace(coverage=coverage)
 
 
 def restore_weights(model, path):
@@ -118,20 +164,47 @@ def register_newest(directory, path):
   directory = os.path.abspath(directory)
   path = os.path.abspath(path)
   now = time.time()
-  state = tf.train.get_checkpoint_state(directory)
-  entries, preserved = [], now - 1.0
-  if state is not None:
-    preserved = state.last_preserved_timestamp
-    timestamps = list(state.all_model_checkpoint_timestamps) or (
-        [preserved] * len(state.all_model_checkpoint_paths))
-    entries = [(os.path.abspath(p), t) for p, t in zip(state.all_model_checkpoint_paths,
-                                                        timestamps)]
-    entries = [(p, t) for p, t in entries if p != path]
+  entries, preserved = _state_entries(directory)
+  if preserved is None:
+    preserved = now - 1.0
+  entries = [(p, t) for p, t in entries if p != path]
   entries.append((path, now))
+  _write_state(directory, path, entries, preserved)
+
+
+def keep_from_rotation(directory, keep):
+  """Makes the CheckpointManager that next opens `directory` never delete the listed
+  checkpoints for which `keep(path)` is true (and those older than them): the state's
+  last_preserved_timestamp moves to their newest timestamp. Returns the paths kept."""
+  directory = os.path.abspath(directory)
+  entries, preserved = _state_entries(directory)
+  kept = [(p, t) for p, t in entries if keep(p)]
+  if not kept:
+    return []
+  newest_path = tf.train.get_checkpoint_state(directory).model_checkpoint_path
+  _write_state(directory, os.path.join(directory, newest_path), entries,
+               max([preserved or 0.0] + [t for _, t in kept]))
+  return [p for p, _ in kept]
+
+
+def _state_entries(directory):
+  """([(absolute path, timestamp)] of the state file of `directory`, its
+  last_preserved_timestamp), or ([], None) without one."""
+  state = tf.train.get_checkpoint_state(directory)
+  if state is None:
+    return [], None
+  preserved = state.last_preserved_timestamp
+  timestamps = list(state.all_model_checkpoint_timestamps) or (
+      [preserved] * len(state.all_model_checkpoint_paths))
+  return [(os.path.join(directory, p), t) for p, t in zip(state.all_model_checkpoint_paths,
+                                                          timestamps)], preserved
+
+
+def _write_state(directory, newest_path, entries, preserved):
   # Paths relative to the directory, as CheckpointManager writes them, so that both spell a
   # checkpoint the same way when they compare entries.
   proto = tf.compat.v1.train.generate_checkpoint_state_proto(
-      directory, os.path.relpath(path, directory),
+      directory, os.path.relpath(newest_path, directory),
       all_model_checkpoint_paths=[os.path.relpath(p, directory) for p, _ in entries],
       all_model_checkpoint_timestamps=[t for _, t in entries],
       last_preserved_timestamp=preserved)

@@ -371,6 +371,10 @@ class ContinuousDecoder:
     newest = checkpoints.newest(self.hps.train_dir)
     if newest and newest != self.ckpt_path:
       try:
+        if checkpoints.has_coverage(newest) != self.model.coverage:
+          logging.info("Keeping %s: the newest checkpoint %s is of the run's other phase "
+                       "(coverage or not); restart decode to use it.", self.ckpt_path, newest)
+          return
         checkpoints.restore_weights(self.model, newest)
         self.ckpt_path = newest
       except tf.errors.OpError as e:

@@ -5,6 +5,12 @@ is loaded as it appears and scored on the next validation batch; the running ave
 NLL goes to TensorBoard in <run>/eval, and whenever it is the lowest so far the weights are
 saved as <run>/eval/bestmodel-<step> (keep 3, eval's own state file).
 
+An eval compares the checkpoints of one phase of the run, with coverage or without (built as the
+newest train checkpoint is when it starts): it stops at the first checkpoint of the other phase
+and skips the converted checkpoint (`_cov_init`), the first phase's last model with a w_c not
+trained yet. Started on the other phase, it begins with a fresh best loss and never deletes the
+best models the first eval kept.
+
 With --single_pass: one checkpoint over the whole data set, in order, into
 <run>/eval/metrics-<step>.json.
 """
@@ -100,6 +106,13 @@ class ConcurrentEvaluator:
     best = checkpoints.make_checkpoint(self.model)
     self.best_step = best.step
     make_output_dir(hps.eval_dir)
+    kept = checkpoints.keep_from_rotation(
+        hps.eval_dir, lambda path: _coverage_of(path) not in (None, hps.coverage))
+    if kept:
+      logging.info("Keeping the best models of the run's phase %s coverage (%s): this eval "
+                   "compares checkpoints %s coverage, with a fresh best loss, and saves its best "
+                   "models beside them.", _with(not hps.coverage), ", ".join(kept),
+                   _with(hps.coverage))
     self.best_manager = tf.train.CheckpointManager(
         best, hps.eval_dir, max_to_keep=checkpoints.MAX_TO_KEEP,
         checkpoint_name=checkpoints.BEST_MODEL_NAME)
@@ -123,6 +136,15 @@ class ConcurrentEvaluator:
           if path is None:  # stopped
             break
           last_path = path
+          if _coverage_of(path) not in (None, hps.coverage):
+            logging.info("%s is a checkpoint %s coverage, of the run's other phase: this eval "
+                         "compared the checkpoints %s coverage and stops; start eval again for "
+                         "the new phase.", path, _with(not hps.coverage), _with(hps.coverage))
+            break
+          if path.endswith(checkpoints.COVERAGE_INIT_SUFFIX):
+            logging.info("Skipping %s, the first phase's model with w_c not trained yet; "
+                         "waiting for the coverage phase's first checkpoint.", path)
+            continue
           step = self._load(path)
           if step is None or stopping.requested():
             continue  # a checkpoint deleted under us; or a stop, which ends the loop
@@ -205,6 +227,19 @@ class ConcurrentEvaluator:
         path = self.best_manager.save(checkpoint_number=step)
       logging.info("New best model (running average loss %.4f): saved %s", self.selector.best,
                    path)
+
+
+def _coverage_of(path):
+  """Whether the checkpoint `path` has coverage; None if it cannot be read (the trainer may be
+  deleting it)."""
+  try:
+    return checkpoints.has_coverage(path)
+  except tf.errors.OpError:
+    return None
+
+
+def _with(coverage):
+  return "with" if coverage else "without"
 
 
 def wait_for_train_dir(hps):

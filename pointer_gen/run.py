@@ -53,17 +53,44 @@ def resolve_data(hps, given=frozenset()):
     return hps  # export reads only the vocab, no data
   demo_dir = os.path.join(hps.log_root or "runs", "demo_data")
   demo_vocab = demo_data.demo_vocab_path(demo_dir)
-  if "vocab_path" in given:
+  recorded = run_config.read(hps.run_dir)
+  if "vocab_path" in given and not recorded:
     raise DataError("--vocab_path was given without --data_path; give both, or neither to "
                     "use the demo corpus")
-  if hps.vocab_path and os.path.abspath(hps.vocab_path) != os.path.abspath(demo_vocab):
+  if ("vocab_path" not in given and hps.vocab_path
+      and os.path.abspath(hps.vocab_path) != os.path.abspath(demo_vocab)):
     raise DataError(f"--data_path is required: {run_config.path_in(hps.run_dir)} says this run "
                     f"was trained with the vocab {hps.vocab_path}, not on the demo corpus")
   corpus = demo_data.ensure_demo_corpus(demo_dir)
+  if "vocab_path" in given:
+    # In place of a recorded vocab that is gone (the run was moved): the run's vocab, the
+    # checksum says, must be the demo corpus's.
+    _check_is_demo_run(hps, recorded, corpus["vocab"])
   split = "train" if hps.mode == "train" else "val"
   logging.info("No --data_path: using the built-in demo corpus (%s split) at %s", split,
                corpus[split])
   return hps.replace(data_path=corpus[split], vocab_path=corpus["vocab"])
+
+
+def _check_is_demo_run(hps, recorded, demo_vocab):
+  expected = recorded.get("vocab_sha256")
+  if expected and run_config.file_checksum(demo_vocab) != expected:
+    vocab = run_config.recorded_vocab_path(hps.run_dir, recorded)
+    raise DataError(f"--data_path is required: {run_config.path_in(hps.run_dir)} says this run "
+                    f"was trained with the vocab {vocab} (sha256 {expected}), not on the demo "
+                    f"corpus (vocab {demo_vocab})")
+
+
+def checkpoint_to_load(hps):
+  """The checkpoint whose model the mode builds: the one it loads (the first one, for eval
+  beside training), or None when there is none yet (a new run)."""
+  if hps.restore_best_model:
+    return checkpoints.newest(hps.eval_dir)
+  if hps.mode == "export":
+    return export.resolve_checkpoint(hps)
+  if hps.mode == "decode" or (hps.mode == "eval" and hps.single_pass):
+    return checkpoints.resolve(hps, hps.ckpt_path)
+  return checkpoints.newest(hps.train_dir)
 
 
 def settle_hparams(flag_values):
@@ -82,9 +109,11 @@ def settle_hparams(flag_values):
   # A train dir without a checkpoint holds no model yet: training it (re)writes the record.
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
     changeable = run_config.CHANGEABLE_BY_TRAIN if hps.mode == "train" else ()
-    if hps.convert_to_coverage_model:
-      changeable += ("coverage",)
     hps = run_config.reconcile(hps, given, changeable)
+    # The conversion reads a model without coverage and writes one with it (--coverage).
+    path = None if hps.convert_to_coverage_model else checkpoint_to_load(hps)
+    if path:
+      hps = checkpoints.with_coverage_of(hps, given, path)
   hps = resolve_data(hps, given)
   vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase)
   return hps
@@ -98,7 +127,7 @@ def run_train(hps, vocab, strategy):
     # a resumed run's after the restore, so that a checkpoint not fitting the flags fails first.
     resumed = checkpoints.newest(hps.train_dir)
     if chief and not resumed:
-      run_config.write(hps)
+      run_config.write(hps, new_run=True)
     trainer = train.Trainer(hps, vocab, strategy)
     trainer.restore()
     if chief and resumed:
@@ -118,12 +147,26 @@ def run_checkpoint_utility(hps, vocab):
   with run_lock.held(hps.run_dir, "checkpoint utility"):
     if hps.convert_to_coverage_model:
       path = checkpoint_utils.convert_to_coverage_model(hps, len(vocab))
-      run_config.write(hps, run_config.recorded_num_train_steps(hps.run_dir))
+      _record_phase(hps, path, "convert_to_coverage_model")
       print(f"Wrote the coverage model {path} (fresh w_c and optimizer); train on with "
             "--coverage")
     else:
+      source = checkpoints.newest(hps.eval_dir)
       path = checkpoint_utils.restore_best_model(hps, len(vocab))
-      print(f"Wrote the best model as {path} (fresh optimizer); training resumes from it")
+      _record_phase(hps, path, "restore_best_model")
+      if hps.coverage:
+        print(f"Wrote the best model {source} (with coverage) as {path}, the newest checkpoint "
+              "(fresh optimizer): training resumes from it")
+      else:
+        print(f"Wrote the best model {source} (without coverage) as {path}, the newest "
+              "checkpoint (fresh optimizer): training resumes from it without coverage; "
+              "--convert_to_coverage_model is the way back to coverage")
+
+
+def _record_phase(hps, path, how):
+  """The run's record follows the model a utility wrote (its coverage, the phase it begins)."""
+  run_config.write(hps, run_config.recorded_num_train_steps(hps.run_dir),
+                   phase_begins=(checkpoints.step_of(path), how))
 
 
 def run_eval(hps, vocab):

@@ -2,11 +2,19 @@
 builds the same model and turns text into the same ids.
 
 Training writes it (each `--mode=train` rewrites it with the values it runs with, after the
-checks below); `--convert_to_coverage_model` and a converted TF1 checkpoint write it too. Every
+checks below); the two train-mode utilities and a converted TF1 checkpoint write it too. Every
 other mode, the utilities and a resumed train reconcile their flags with it: a flag the user left
 out takes the recorded value; a flag given with another value than the recorded one is an error
 naming the flag, both values and the file when it would change the model or the ids (FIXED and
 the vocab's checksum), and is used as given when it only describes the data files (DATA).
+
+Coverage is not fixed: a run has a phase without it and one with it, and each checkpoint holds
+one model or the other (the entry point builds the model as the checkpoint it loads has it). The
+record's `coverage` is the current phase's, and `phases` lists the phases in the order they
+began: {"coverage", "from_step", "by"}.
+
+A vocab inside the log_root tree of the run is recorded relative to the run directory, so that
+the run keeps working when the tree, or the checkout holding it, moves.
 """
 
 import hashlib
@@ -22,16 +30,16 @@ from pointer_gen.errors import make_output_dir
 
 FILE_NAME = "run_config.json"
 # The model's shape and how text becomes ids: no mode may run a trained model with others.
-FIXED = ("vocab_size", "hidden_dim", "emb_dim", "pointer_gen", "coverage", "tokenizer",
-         "lowercase", "max_enc_steps")
+FIXED = ("vocab_size", "hidden_dim", "emb_dim", "pointer_gen", "tokenizer", "lowercase",
+         "max_enc_steps")
+# Inherited when left out, never a conflict: the checkpoint a mode loads decides it.
+PHASE = ("coverage",)
 # How the data files are laid out: recorded and inherited, but eval and decode may read files
 # laid out otherwise than the training data (a .bin test set for a JSONL-trained model).
 DATA = ("data_format", "article_key", "abstract_key")
 # The original trains on short articles first and raises max_enc_steps on resuming (its README,
 # "Increasing sequence length during training"): train may change it, and the record follows.
 CHANGEABLE_BY_TRAIN = ("max_enc_steps",)
-_HINTS = {"coverage": " (--convert_to_coverage_model turns a model trained without coverage "
-                      "into a coverage model)"}
 
 
 def path_in(run_dir):
@@ -62,14 +70,19 @@ def read(run_dir):
   return values
 
 
-def write(hps, num_train_steps=None):
+def write(hps, num_train_steps=None, new_run=False, phase_begins=None):
   """Records the settings of `hps` in its run directory, atomically; returns the path.
 
   `num_train_steps` (default hps.num_train_steps) is where the trainer stops, which an eval
-  beside it reads to know when it has scored the last checkpoint.
+  beside it reads to know when it has scored the last checkpoint. `new_run`: the record starts
+  afresh (a train dir without checkpoints); else the recorded phases are kept, and
+  `phase_begins`, (step, how) for a model written with another coverage than the current
+  phase's, adds one.
   """
-  values = {name: getattr(hps, name) for name in FIXED + DATA}
-  values["vocab_path"] = os.path.abspath(hps.vocab_path)
+  previous = {} if new_run else (read(hps.run_dir) or {})
+  values = {name: getattr(hps, name) for name in FIXED + DATA + PHASE}
+  values["phases"] = _phases(previous.get("phases"), hps.coverage, new_run, phase_begins)
+  values["vocab_path"] = _vocab_path_to_record(hps)
   values["vocab_sha256"] = file_checksum(hps.vocab_path)
   values["num_train_steps"] = hps.num_train_steps if num_train_steps is None else num_train_steps
   values["pointer_gen_version"] = pointer_gen.__version__
@@ -79,6 +92,37 @@ def write(hps, num_train_steps=None):
   files.write_text_atomic(
       path, json.dumps(dict(sorted(values.items())), indent=2, ensure_ascii=False) + "\n")
   return path
+
+
+def _phases(recorded, coverage, new_run, begins):
+  """The phases to record: `recorded` ones, and one more when `coverage` starts a phase."""
+  if new_run:
+    return [_phase(coverage, 0, "train")]
+  phases = list(recorded or [])
+  if not phases or phases[-1]["coverage"] != coverage:
+    # Without `begins`, a run recorded before phases were: where its phase began is unknown.
+    phases.append(_phase(coverage, *(begins or (None, None))))
+  return phases
+
+
+def _phase(coverage, from_step, by):
+  return {"coverage": coverage, "from_step": from_step, "by": by}
+
+
+def _vocab_path_to_record(hps):
+  """The vocab's path as recorded: relative to the run directory when the vocab is inside the
+  log_root tree (moved together), else absolute."""
+  vocab = os.path.abspath(hps.vocab_path)
+  root = os.path.abspath(hps.log_root or "runs")
+  if os.path.commonpath([vocab, root]) == root:
+    return os.path.relpath(vocab, os.path.abspath(hps.run_dir))
+  return vocab
+
+
+def recorded_vocab_path(run_dir, recorded):
+  """The recorded vocab's path, a relative one resolved against `run_dir` (as the run lies
+  now)."""
+  return os.path.normpath(os.path.join(run_dir, recorded["vocab_path"]))
 
 
 def recorded_num_train_steps(run_dir):
@@ -99,7 +143,7 @@ def reconcile(hps, given, changeable=()):
     return hps
   path = path_in(hps.run_dir)
   changes = {}
-  for name in FIXED + DATA:
+  for name in FIXED + DATA + PHASE:
     if name not in recorded:
       continue
     value = recorded[name]
@@ -108,7 +152,7 @@ def reconcile(hps, given, changeable=()):
     elif getattr(hps, name) != value and name in FIXED and name not in changeable:
       raise DataError(
           f"--{name}={_text(getattr(hps, name))} conflicts with {name}={_text(value)} recorded "
-          f"in {path}, with which this run's model was trained{_HINTS.get(name, '')}: leave "
+          f"in {path}, with which this run's model was trained: leave "
           f"--{name} out to use the recorded value, or start a new run (another --exp_name)")
   changes["vocab_path"] = _reconcile_vocab(hps, given, recorded, path)
   return hps.replace(**changes).validated()
@@ -119,7 +163,8 @@ def _reconcile_vocab(hps, given, recorded, path):
   run was trained with (a copy elsewhere is fine)."""
   if "vocab_path" not in recorded:
     return hps.vocab_path
-  vocab_path = hps.vocab_path if "vocab_path" in given else recorded["vocab_path"]
+  recorded_path = recorded_vocab_path(hps.run_dir, recorded)
+  vocab_path = hps.vocab_path if "vocab_path" in given else recorded_path
   if not os.path.isfile(vocab_path):
     if "vocab_path" in given:
       return vocab_path  # reading the vocab reports the missing file
@@ -131,7 +176,7 @@ def _reconcile_vocab(hps, given, recorded, path):
   if expected and actual != expected:
     flag = f"--vocab_path={vocab_path}" if "vocab_path" in given else f"the vocab {vocab_path}"
     raise DataError(f"{flag} (sha256 {actual}) is not the vocab recorded in {path} "
-                    f"({recorded['vocab_path']}, sha256 {expected}), with which this run's model "
+                    f"({recorded_path}, sha256 {expected}), with which this run's model "
                     "was trained: its ids would mean other words. Use that vocab file, or start "
                     "a new run (another --exp_name)")
   return vocab_path

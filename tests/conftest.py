@@ -81,6 +81,19 @@ def run_main(capsys, *args):
   return code, out, err
 
 
+def settle(*args):
+  """The HParams `python -m pointer_gen.run *args` would run with (run.settle_hparams), without
+  running anything."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from pointer_gen import run  # pylint: disable=g-import-not-at-top
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(["run", *args])
+  try:
+    return run.settle_hparams(flags.FLAGS)
+  finally:
+    flags.FLAGS.unparse_flags()
+
+
 def run_tf1_reference(script, out_dir):
   """Runs `script out_dir` in a fresh process and returns the arrays of the `reference.npz` it
   writes there. The process has TF_USE_LEGACY_KERAS=1 (TF1's RNN cells live in tf_keras, which

@@ -199,13 +199,6 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
   assert code == 1 and "work with --mode=train, not --mode=eval" in err
   assert not os.path.exists(empty / "run" / "train" / "checkpoint")
 
-  code, out, err = run_main(capsys, *common, f"--log_root={copied.log_root}",
-                         "--restore_best_model")
-  written = os.path.join(copied.train_dir, f"model.ckpt-{BEST_STEP}_best")
-  assert code == 0, err
-  assert f"Wrote the best model as {written}" in out
-  assert checkpoints.newest(copied.train_dir) == written
-
   # The coverage conversion records coverage in the run's run_config.json (here a run from
   # before that file: written whole), so that later modes build the coverage model unasked.
   code, out, err = run_main(capsys, *common, f"--log_root={copied.log_root}", "--coverage",
@@ -214,3 +207,39 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
   recorded = run_config.read(copied.run_dir)
   assert (recorded["coverage"], recorded["hidden_dim"], recorded["max_enc_steps"]) == (
       True, 8, 40)
+  # The run had no record: where its first phase began is not known.
+  assert recorded["phases"] == [
+      {"coverage": True, "from_step": NEWEST_STEP, "by": "convert_to_coverage_model"}]
+
+  # Eval's best model was saved before the conversion: restored without coverage, although the
+  # run is in its coverage phase; a --coverage that contradicts it names both.
+  best = os.path.join(copied.eval_dir, f"bestmodel-{BEST_STEP}")
+  code, _, err = run_main(capsys, *common, f"--log_root={copied.log_root}",
+                          "--restore_best_model", "--coverage")
+  assert code == 1
+  assert f"error: --coverage=true conflicts with the checkpoint {best}, which has no " in err
+  converted = checkpoints.newest(copied.train_dir)
+  assert converted.endswith(f"model.ckpt-{NEWEST_STEP}_cov_init")
+  code, out, err = run_main(capsys, *common, f"--log_root={copied.log_root}",
+                            "--restore_best_model")
+  written = os.path.join(copied.train_dir, f"model.ckpt-{BEST_STEP}_best")
+  assert code == 0, err
+  assert out.splitlines()[-1] == (
+      f"Wrote the best model {best} (without coverage) as {written}, the newest checkpoint "
+      "(fresh optimizer): training resumes from it without coverage; "
+      "--convert_to_coverage_model is the way back to coverage")
+  assert checkpoints.newest(copied.train_dir) == written
+  assert not checkpoints.has_coverage(written) and checkpoints.has_coverage(converted)
+  recorded = run_config.read(copied.run_dir)
+  assert recorded["coverage"] is False
+  assert recorded["phases"][1:] == [
+      {"coverage": False, "from_step": BEST_STEP, "by": "restore_best_model"}]
+
+  # And back to coverage, from the restored model.
+  code, out, err = run_main(capsys, *common, f"--log_root={copied.log_root}", "--coverage",
+                            "--convert_to_coverage_model")
+  assert code == 0, err
+  assert checkpoints.newest(copied.train_dir) == os.path.join(
+      copied.train_dir, f"model.ckpt-{BEST_STEP}_cov_init")
+  assert run_config.read(copied.run_dir)["phases"][2:] == [
+      {"coverage": True, "from_step": BEST_STEP, "by": "convert_to_coverage_model"}]

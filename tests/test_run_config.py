@@ -12,12 +12,12 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import unicodedata
 
-from absl import flags
 import pytest
 
 from pointer_gen import checkpoints
@@ -35,6 +35,7 @@ from pointer_gen.errors import DataError
 from conftest import REPO
 from conftest import project_error_lines
 from conftest import run_main
+from conftest import settle
 
 TINY = ("--vocab_size=0", "--hidden_dim=8", "--emb_dim=8", "--batch_size=2",
         "--max_enc_steps=30", "--max_dec_steps=6", "--seed=1")
@@ -109,6 +110,7 @@ def test_first_train_writes_run_config(hf_data, trained):
       "vocab_size": 0, "hidden_dim": 8, "emb_dim": 8, "pointer_gen": True, "coverage": False,
       "max_enc_steps": 30, "tokenizer": "punct", "lowercase": True, "data_format": "auto",
       "article_key": "document", "abstract_key": "summary", "num_train_steps": 2,
+      "phases": [{"coverage": False, "from_step": 0, "by": "train"}],
       "pointer_gen_version": pointer_gen.__version__, "tensorflow_version": tf.__version__}
   assert not [p for p in os.listdir(trained / "hf") if ".tmp" in p]
 
@@ -131,33 +133,22 @@ def test_hf_field_names_end_to_end_and_decode_inherits_the_run_settings(hf_data,
     assert f.read().strip() == hf_data["rows"][0]["summary"]
 
 
-def _settled(*args):
-  """The HParams run.main would use for `args`, without running anything."""
-  from pointer_gen import run  # pylint: disable=g-import-not-at-top
-  flags.FLAGS.unparse_flags()
-  flags.FLAGS(["run", *args])
-  try:
-    return run.settle_hparams(flags.FLAGS)
-  finally:
-    flags.FLAGS.unparse_flags()
-
-
 def test_eval_and_export_inherit_and_data_layout_flags_stay_free(hf_data, trained):
-  hps = _settled("--mode=export", f"--log_root={trained}", "--exp_name=hf", "--export_dir=x")
+  hps = settle("--mode=export", f"--log_root={trained}", "--exp_name=hf", "--export_dir=x")
   assert (hps.tokenizer, hps.lowercase, hps.hidden_dim, hps.vocab_size, hps.max_enc_steps,
           hps.vocab_path) == ("punct", True, 8, 0, 30, hf_data["vocab"])
   # A copy of the vocab elsewhere is the same vocab (same bytes); the field names describe the
   # files read, so another layout (e.g. a .bin test set) is taken as given.
   copy = hf_data["root"] / "vocab_copy"
   copy.write_bytes(open(hf_data["vocab"], "rb").read())
-  hps = _settled("--mode=eval", *_args(hf_data, trained), f"--vocab_path={copy}",
+  hps = settle("--mode=eval", *_args(hf_data, trained), f"--vocab_path={copy}",
                  "--article_key=text")
   assert (hps.vocab_path, hps.article_key, hps.abstract_key, hps.tokenizer) == (
       str(copy), "text", "summary", "punct")
 
 
 def test_a_resumed_train_inherits_and_may_raise_max_enc_steps(hf_data, trained):
-  hps = _settled("--mode=train", *_args(hf_data, trained), "--max_enc_steps=60")
+  hps = settle("--mode=train", *_args(hf_data, trained), "--max_enc_steps=60")
   assert (hps.max_enc_steps, hps.tokenizer, hps.lowercase, hps.article_key, hps.hidden_dim) == (
       60, "punct", True, "document", 8)
 
@@ -179,6 +170,22 @@ def test_a_flag_that_conflicts_with_the_run_is_an_error(hf_data, trained, capsys
       f"model was trained: leave --{given[2:].split('=')[0]} out to use the recorded value, or "
       "start a new run (another --exp_name)")
   assert sorted(os.listdir(trained / "hf")) == before
+
+
+def test_vocab_path_alone_stands_in_only_for_the_demo_corpus(hf_data, trained, tmp_path):
+  """Without --data_path, a --vocab_path given for a run trained on other data than the demo
+  corpus is refused, even with the run's own vocab: the demo articles would be read."""
+  log_root = tmp_path / "runs"
+  shutil.copytree(trained / "hf", log_root / "hf")
+  with pytest.raises(DataError) as raised:
+    settle("--mode=decode", f"--log_root={log_root}", "--exp_name=hf",
+           f"--vocab_path={hf_data['vocab']}")
+  recorded = run_config.read(log_root / "hf")
+  demo_vocab = log_root / "demo_data" / "vocab"
+  assert str(raised.value) == (
+      f"--data_path is required: {log_root}/hf/run_config.json says this run was trained with "
+      f"the vocab {hf_data['vocab']} (sha256 {recorded['vocab_sha256']}), not on the demo "
+      f"corpus (vocab {demo_vocab})")
 
 
 def test_another_vocab_or_a_changed_one_is_an_error(hf_data, trained, capsys, tmp_path):
