@@ -23,7 +23,7 @@ def make_strategy(name, tpu=""):
   if name == "multi_worker":
     if "TF_CONFIG" not in os.environ:
       raise DataError("--strategy=multi_worker needs the TF_CONFIG environment variable "
-                      "(cluster and task of this worker); see the README")
+                      "(cluster and task of this worker); see docs/devices.md")
     try:
       json.loads(os.environ["TF_CONFIG"])
     except json.JSONDecodeError as e:

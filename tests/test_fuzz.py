@@ -143,7 +143,7 @@ class _BinCorpus:
 
 
 def _walk(blob):
-  """(start, end) of each payload and whether framing breaks, by the README's rules."""
+  """(start, end) of each payload and whether framing breaks, by the rules of docs/bad-input.md."""
   frames, pos = [], 0
   while pos < len(blob):
     if len(blob) - pos < 8:
@@ -466,8 +466,8 @@ def _vocab_file(draw):
   """(lines as bytes, the words read, the 1-based line of the first error or None, the number
   of lines skipped with a warning, max_size).
 
-  The expectation follows the README: specials, sentence tags, duplicates and invalid UTF-8 are
-  errors naming file and line; lines that are not `word count` are skipped with a warning;
+  The expectation follows docs/bad-input.md: specials, sentence tags, duplicates and invalid
+  UTF-8 are errors naming file and line; lines that are not `word count` are skipped with a warning;
   reading stops once max_size entries (with the 4 specials) are in.
   """
   max_size = draw(st.sampled_from([0, 0, 5, 8]))

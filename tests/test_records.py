@@ -97,7 +97,7 @@ def test_check_bin_framing_real_files(vietnews):
   assert [os.path.basename(p) for p in paths] == ["val_000.bin", "val_1000.bin", "val_2000.bin"]
   counts = [records.check_bin_framing(p) for p in paths]
   assert counts == [len(_walk(p)) for p in paths]
-  assert sum(counts) == 2322  # the README's count of val examples
+  assert sum(counts) == 2322  # the vietnews README's count of val examples
 
 
 def test_read_jsonl_real_bbc_matches_json_loads(bbc):

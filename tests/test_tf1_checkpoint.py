@@ -3,7 +3,7 @@
 The reference is computed by TensorFlow itself, not by our code: this file, run as a script in a
 subprocess with TF_USE_LEGACY_KERAS=1 (tf.compat.v1's RNN cells then come from tf_keras, which
 holds TF1's LSTMCell; with Keras 3 they are unavailable), builds the original's graph in TF1
-graph mode with tools/tf1_reference.py (also the speed baseline of README's Performance section)
+graph mode with tools/tf1_reference.py (also the speed baseline of docs/performance.md)
 under its exact variable scopes: TF1's LSTMCell in bidirectional_dynamic_rnn, the
 reduce-states, the attention decoder written the TF1 way (linear() on concatenated arguments,
 W_h and w_c as 1x1 convolutions, input feeding, p_gen, scatter_nd final distribution), the

@@ -353,7 +353,7 @@ def cpu_bf16_row():
   found = precision.native_bf16_flags()
   return ("CPU bfloat16 instructions", "yes" if found else "no",
           ", ".join(found) if found else "no avx512_bf16 / amx_bf16 in /proc/cpuinfo: "
-          "mixed_bfloat16 is emulated (the README recommends float32)")
+          "mixed_bfloat16 is emulated (docs/precision.md recommends float32)")
 
 
 def long_hps(hps):
