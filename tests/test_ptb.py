@@ -1,0 +1,117 @@
+"""--tokenizer=ptb against the original CNN/DailyMail pipeline's own output (CoreNLP 3.7.0 plus
+make_datafiles.py, in ../shared/data/ptb_oracle): every hand-written case, and the BBC train and
+val articles and abstracts token for token; and the pipeline around it (one line per abstract
+sentence, the other tokenizers unchanged)."""
+
+import json
+
+import pytest
+import tensorflow as tf
+
+from pointer_gen import data
+from pointer_gen import ptb
+from pointer_gen import text
+
+# The share of BBC articles and abstracts that must come out identical. What is left is where
+# CoreNLP, reading a whole story file, looked across a paragraph break (`1.2m.` before a
+# paragraph starting with `The`, a smiley ending a paragraph); here every line ends its input.
+MIN_IDENTICAL = 0.995
+
+
+def _jsonl(path):
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f]
+
+
+def _lists(ragged):
+  return [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
+
+
+@pytest.fixture(scope="module")
+def cases(ptb_oracle):
+  return _jsonl(ptb_oracle / "cases.jsonl")
+
+
+def test_every_case_gives_corenlps_tokens(cases):
+  got = _lists(ptb.tokenize_lines(tf.constant([c["input"] for c in cases])))
+  wrong = [(c["exercises"], c["tokens"], g) for c, g in zip(cases, got) if g != c["tokens"]]
+  assert not wrong
+  assert len(cases) == 68
+
+
+def test_every_case_gives_make_datafiles_lowercased_line(cases):
+  """ASCII-only lower-casing (`ÉMILE` -> `Émile`) and the period added unless the last byte
+  ends a sentence (`-rrb- .`), through the tokenizer training uses."""
+  got = _lists(text.tokenize([c["input"] for c in cases], "ptb", lowercase=True))
+  wrong = [(c["exercises"], c["lowercased_line"], g) for c, g in zip(cases, got)
+           if " ".join(g) != c["lowercased_line"]]
+  assert not wrong
+
+
+@pytest.mark.parametrize("split", ["train", "val"])
+@pytest.mark.parametrize("lowercase", [True, False], ids=["lowercase", "cased"])
+def test_bbc_articles_and_abstracts_match_the_pipeline(ptb_oracle, split, lowercase):
+  rows = _jsonl(ptb_oracle / f"bbc_{split}.jsonl")
+  suffix = "" if lowercase else "_cased"
+  articles = _lists(text.tokenize([r["article_raw"] for r in rows], "ptb", lowercase))
+  # As training reads them: an abstract's sentences joined by newlines, one line each.
+  abstracts = _lists(text.tokenize(["\n".join(r["abstract_sentences_raw"]) for r in rows],
+                                   "ptb", lowercase))
+  article_ok = sum(a == r["article_tokens" + suffix].split(" ") for a, r in zip(articles, rows))
+  abstract_ok = sum(a == [t for t in r["abstract" + suffix].split(" ") if t not in ("<s>", "</s>")]
+                    for a, r in zip(abstracts, rows))
+  print(f"{split} {'lowercased' if lowercase else 'cased'}: articles {article_ok}/{len(rows)} "
+        f"identical, abstracts {abstract_ok}/{len(rows)}")
+  assert article_ok >= MIN_IDENTICAL * len(rows)
+  assert abstract_ok >= MIN_IDENTICAL * len(rows)
+
+
+def test_tokenize_py_returns_the_training_tokens(ptb_oracle):
+  row = _jsonl(ptb_oracle / "bbc_val.jsonl")[0]
+  tokens = text.tokenize_py(row["article_raw"], "ptb", lowercase=True)
+  assert tokens == row["article_tokens"].split(" ")
+  assert all(isinstance(t, str) for t in tokens)
+
+
+def test_lines_are_tokenised_alone_and_period_fixed():
+  """Hand-checked against make_datafiles.py's rules: blank lines vanish, each line gets its
+  own `.`, a line holding @highlight is left alone, a no-break space joins a fraction."""
+  got = text.tokenize_py('Sales rose 5 1/2 %\n\n  \n"Profits (again)"\n@highlight\nU.S. Steel',
+                         "ptb", lowercase=True)
+  assert got == ["sales", "rose", "5\u00a01/2", "%", ".", "``", "profits", "-lrb-", "again",
+                 "-rrb-", "''", "@highlight", "u.s.", "steel", "."]
+
+
+def test_shapes_follow_the_input():
+  assert text.tokenize("It's over", "ptb").numpy().tolist() == [b"It", b"'s", b"over", b"."]
+  batch = text.tokenize([["a b", "c"], ["", "d!"]], "ptb")
+  assert batch.to_list() == [[[b"a", b"b", b"."], [b"c", b"."]], [[], [b"d", b"!"]]]
+
+
+def test_abstract_sentences_are_lines_for_ptb_only(tmp_path):
+  """The input pipeline hands each abstract sentence to the tokenizer as its own line, so ptb
+  fixes each sentence's period; whitespace and punct see the same text as before."""
+  path = tmp_path / "one.jsonl"
+  path.write_text(json.dumps({"article": "Sales rose. Profits fell",
+                              "abstract_sentences": ["Sales rose", "Profits fell"]}) + "\n",
+                  encoding="utf-8")
+  article, abstract = next(iter(data.RecordSource(str(path), single_pass=True)()))
+  assert abstract == "Sales rose\nProfits fell"
+  assert text.tokenize_py(abstract, "ptb") == ["Sales", "rose", ".", "Profits", "fell", "."]
+  assert text.tokenize_py(article, "ptb") == ["Sales", "rose", ".", "Profits", "fell", "."]
+  assert text.tokenize_py(abstract, "whitespace") == ["Sales", "rose", "Profits", "fell"]
+
+
+@pytest.mark.parametrize("tokenizer, lowercase, expected", [
+    ("whitespace", False, ["Don't", '"Stop"\u00a0(now)', "U.S."]),
+    ("whitespace", True, ["don't", '"stop"\u00a0(now)', "u.s."]),
+    ("punct", False, ["Don", "'", "t", '"', "Stop", '"', "\u00a0", "(", "now", ")", "U", ".",
+                      "S", "."]),
+    ("punct", True, ["don", "'", "t", '"', "stop", '"', "\u00a0", "(", "now", ")", "u", ".",
+                     "s", "."]),
+])
+def test_whitespace_and_punct_are_unchanged(tokenizer, lowercase, expected):
+  """No line handling, no period: ASCII whitespace splits, and punct splits off each Unicode
+  punctuation or symbol character (values worked out by hand from the two rules)."""
+  got = text.tokenize_py('Don\'t "Stop"\u00a0(now)\n\nU.S.', tokenizer, lowercase)
+  assert got == expected
