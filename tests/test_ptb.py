@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import data
+from pointer_gen import decode
 from pointer_gen import ptb
 from pointer_gen import text
 
@@ -115,3 +116,20 @@ def test_whitespace_and_punct_are_unchanged(tokenizer, lowercase, expected):
   punctuation or symbol character (values worked out by hand from the two rules)."""
   got = text.tokenize_py('Don\'t "Stop"\u00a0(now)\n\nU.S.', tokenizer, lowercase)
   assert got == expected
+
+
+def test_ngram_figures_keep_ptb_words_and_fix_each_reference_sentence():
+  """Decoded words are the model's ptb tokens and are only split; each reference sentence is a
+  line that gets its own period, as in training."""
+  article = "The U.S. (Ohio) grew"
+  decoded = [["the u.s. -lrb- ohio -rrb- grew ."]]
+  references = [["The U.S. grew", "Ohio grew"]]
+  stats = decode.ngram_figures(decoded, references, [article], "ptb", lowercase=True)
+  # Article: the u.s. -lrb- ohio -rrb- grew . ; decoded: the same 7 tokens, nothing novel.
+  assert stats["decoded"]["mean_length"] == 7
+  assert stats["decoded"]["novel_ngrams_pct"]["1"] == 0.0
+  # Reference: the u.s. grew . ohio grew . (7 tokens): all in the article; 2-grams "u.s. grew",
+  # ". ohio" and "ohio grew" are novel (3 of 6).
+  assert stats["reference"]["mean_length"] == 7
+  assert stats["reference"]["novel_ngrams_pct"]["1"] == 0.0
+  assert stats["reference"]["novel_ngrams_pct"]["2"] == pytest.approx(100 * 3 / 6)
