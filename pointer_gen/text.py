@@ -14,9 +14,10 @@ TOKENIZERS = ("whitespace", "punct", "ptb")
 _PUNCT_PATTERN = r"([\p{P}\p{S}])"
 
 # make_datafiles.py, which wrote CNN/DM's data after CoreNLP, appends " ." to a line unless its
-# last byte is one of these (so a line ending in -RRB- gets one); lines holding "@highlight"
-# are story markers and keep their form.
-_SENTENCE_END_BYTES = r"[.!?'`\")]"
+# last byte is one of these ASCII characters (so a line ending in -RRB- gets one; the last byte
+# of a multi-byte character never matches); lines holding "@highlight" are story markers and
+# keep their form.
+_ENDS_SENTENCE = r"(?s).*[.!?'`\")]"
 _HIGHLIGHT_LINE = r".*@highlight.*"
 
 
@@ -44,10 +45,10 @@ def _tokenize_ptb(texts, lowercase):
     # Without an encoding, only A-Z change: make_datafiles.py lower-cased Python 2 byte strings.
     tokens = tf.ragged.map_flat_values(tf.strings.lower, tokens)  # [M, (T)]
   num_tokens = tokens.row_lengths()  # [M]
-  last = tf.gather(tokens.flat_values, tf.maximum(tokens.row_limits() - 1, 0))  # [M]
-  last_byte = tf.strings.substr(last, -1, 1)  # [M]
+  # Each line's last token ("" before any token: a text may have none at all).
+  last = tf.gather(tf.concat([[""], tokens.flat_values], 0), tokens.row_limits())  # [M]
   needs_period = ((num_tokens > 0)
-                  & ~tf.strings.regex_full_match(last_byte, _SENTENCE_END_BYTES)
+                  & ~tf.strings.regex_full_match(last, _ENDS_SENTENCE)
                   & ~tf.strings.regex_full_match(lines.flat_values, _HIGHLIGHT_LINE))  # [M]
   period = tf.ragged.boolean_mask(tf.fill([tf.size(num_tokens), 1], "."),
                                   needs_period[:, None])  # [M, (0 or 1)]

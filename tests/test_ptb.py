@@ -8,10 +8,16 @@ import json
 import pytest
 import tensorflow as tf
 
+from pointer_gen import checkpoints
+from pointer_gen import config
 from pointer_gen import data
 from pointer_gen import decode
+from pointer_gen import demo_data
+from pointer_gen import export
+from pointer_gen import model as model_lib
 from pointer_gen import ptb
 from pointer_gen import text
+from pointer_gen import vocab as vocab_lib
 
 # The share of BBC articles and abstracts that must come out identical. What is left is where
 # CoreNLP, reading a whole story file, looked across a paragraph break (`1.2m.` before a
@@ -87,6 +93,7 @@ def test_shapes_follow_the_input():
   assert text.tokenize("It's over", "ptb").numpy().tolist() == [b"It", b"'s", b"over", b"."]
   batch = text.tokenize([["a b", "c"], ["", "d!"]], "ptb")
   assert batch.to_list() == [[[b"a", b"b", b"."], [b"c", b"."]], [[], [b"d", b"!"]]]
+  assert text.tokenize(["", " \n\u200b"], "ptb").to_list() == [[], []]
 
 
 def test_abstract_sentences_are_lines_for_ptb_only(tmp_path):
@@ -133,3 +140,24 @@ def test_ngram_figures_keep_ptb_words_and_fix_each_reference_sentence():
   assert stats["reference"]["mean_length"] == 7
   assert stats["reference"]["novel_ngrams_pct"]["1"] == 0.0
   assert stats["reference"]["novel_ngrams_pct"]["2"] == pytest.approx(100 * 3 / 6)
+
+
+def test_export_sees_the_pipelines_tokens(ptb_oracle, tmp_path):
+  """The SavedModel tokenises raw articles in its graph exactly as the original pipeline did,
+  truncated to max_enc_steps (an untrained model: only the article's tokens matter here)."""
+  rows = _jsonl(ptb_oracle / "bbc_val.jsonl")
+  corpus = demo_data.ensure_demo_corpus(str(tmp_path / "demo_data"))
+  hps = config.HParams(vocab_path=corpus["vocab"], log_root=str(tmp_path), exp_name="run",
+                       vocab_size=500, hidden_dim=8, emb_dim=8, max_enc_steps=400,
+                       max_dec_steps=3, min_dec_steps=1, beam_size=2, tokenizer="ptb",
+                       lowercase=True)
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  checkpoint = checkpoints.make_checkpoint(model_lib.PointerGenerator.from_hparams(hps, len(vocab)))
+  ckpt_path = tf.train.CheckpointManager(checkpoint, hps.train_dir, 1,
+                                         checkpoint_name=checkpoints.CHECKPOINT_NAME).save()
+  saved = export.export(hps, vocab, ckpt_path, str(tmp_path / "models"))
+  attention = tf.saved_model.load(saved).signatures["attention"]
+  got = attention(article=tf.constant([r["article_raw"] for r in rows]))["article_tokens"]
+  got = [[t for t in row if t] for row in _lists(tf.RaggedTensor.from_tensor(got))]
+  want = [r["article_tokens"].split(" ")[:hps.max_enc_steps] for r in rows]
+  assert sum(g == w for g, w in zip(got, want)) == len(rows)
