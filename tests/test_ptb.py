@@ -4,9 +4,11 @@ val articles and abstracts token for token; and the pipeline around it (one line
 sentence, the other tokenizers unchanged)."""
 
 import json
+import os
 
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from pointer_gen import checkpoints
 from pointer_gen import config
@@ -156,6 +158,13 @@ def test_export_sees_the_pipelines_tokens(ptb_oracle, tmp_path):
   ckpt_path = tf.train.CheckpointManager(checkpoint, hps.train_dir, 1,
                                          checkpoint_name=checkpoints.CHECKPOINT_NAME).save()
   saved = export.export(hps, vocab, ckpt_path, str(tmp_path / "models"))
+  # Core ops only (tf.raw_ops lists them; tensorflow-text's are not there): any TF Serving.
+  with open(os.path.join(saved, "saved_model.pb"), "rb") as f:
+    graph = saved_model_pb2.SavedModel.FromString(f.read()).meta_graphs[0].graph_def
+  op_types = {node.op for node in graph.node} | {
+      node.op for function in graph.library.function for node in function.node_def}
+  assert {"StaticRegexReplace", "StringSplitV2"} <= op_types
+  assert not [op for op in op_types if not hasattr(tf.raw_ops, op)]
   attention = tf.saved_model.load(saved).signatures["attention"]
   got = attention(article=tf.constant([r["article_raw"] for r in rows]))["article_tokens"]
   got = [[t for t in row if t] for row in _lists(tf.RaggedTensor.from_tensor(got))]
