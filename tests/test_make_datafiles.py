@@ -368,21 +368,33 @@ def test_oracle_val_matches_the_original_pipeline(ptb_oracle, tmp_path, lowercas
 def test_command_line(tmp_path):
   dirs, lists = _write_stories(tmp_path, {"test": {
       "a": HAND_STORIES["full"][0], "b": HAND_STORIES["non_ascii"][0]}})
+  (tmp_path / "val.jsonl").write_text(
+      json.dumps({"document": "Two words", "summary": "One\nTwo"}) + "\n{broken\n",
+      encoding="utf-8")
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO))
-  tool = os.path.join("tools", "make_datafiles.py")
-  ok = subprocess.Popen(
-      [sys.executable, tool, f"--stories_dir={dirs[0]}", f"--stories_dir={dirs[1]}",
-       f"--url_lists={lists}", f"--out_dir={tmp_path}/out"],
-      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  both = subprocess.Popen(
-      [sys.executable, tool, f"--stories_dir={dirs[0]}", f"--url_lists={lists}",
-       f"--test_jsonl={tmp_path}/x.jsonl", f"--out_dir={tmp_path}/out2"],
-      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  out, err = ok.communicate(timeout=300)
-  assert ok.returncode == 0, err
+
+  def start(*args):
+    return subprocess.Popen([sys.executable, os.path.join("tools", "make_datafiles.py"), *args],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+  # Started together: each pays TensorFlow's import time.
+  stories = start(f"--stories_dir={dirs[0]}", f"--stories_dir={dirs[1]}",
+                  f"--url_lists={lists}", f"--out_dir={tmp_path}/out")
+  jsonl = start(f"--val_jsonl={tmp_path}/val.jsonl", "--article_key=document",
+                "--abstract_key=summary", "--lowercase=false", f"--out_dir={tmp_path}/out_jsonl")
+  both = start(f"--stories_dir={dirs[0]}", f"--url_lists={lists}",
+               f"--test_jsonl={tmp_path}/val.jsonl", f"--out_dir={tmp_path}/out2")
+  out, err = stories.communicate(timeout=300)
+  assert stories.returncode == 0, err
   assert f"Wrote test.bin and 1 chunked files to {tmp_path}/out" in out
   assert _walk(tmp_path / "out" / "test.bin") == [HAND_STORIES["full"][1:],
                                                   HAND_STORIES["non_ascii"][1:]]
+  out, err = jsonl.communicate(timeout=300)
+  assert jsonl.returncode == 0, err
+  assert "JSONL: skipped 1 records (invalid JSON: 1)" in out
+  assert _walk(tmp_path / "out_jsonl" / "val.bin") == [
+      ("Two words .", "<s> One . </s> <s> Two . </s>")]
   _, err = both.communicate(timeout=300)
   assert both.returncode == 1
   assert ("make_datafiles: error: give either --stories_dir and --url_lists or --train_jsonl/"
