@@ -37,10 +37,11 @@ _CLITIC_APOS = "\ue002"
 _WORD_APOS = "\ue003"
 
 _ALNUM = r"[\pL\pM\p{Nd}]"  # letters (with combining marks) and decimal digits
-# Apostrophes: ASCII, U+2019, and its CP1252 code point; plus the opening-quote marker.
-_APOS = r"['\x{2019}\x{92}" + _LEFT_APOS + "]"
-# Also accepted inside a word: backtick and the left single quotes.
-_APOSX = r"['\x{2019}\x{92}`\x{2018}\x{91}\x{201B}" + _LEFT_APOS + _WORD_APOS + "]"
+# Apostrophes (ASCII and U+2019, to which CP1252's is mapped first) and the opening-quote
+# marker.
+_APOS = r"['\x{2019}" + _LEFT_APOS + "]"
+# Also accepted inside a word: backtick, the left single quotes, the inner-apostrophe marker.
+_APOSX = r"['\x{2019}`\x{2018}\x{201B}" + _LEFT_APOS + _WORD_APOS + "]"
 _START = r"(^|[^\pL\pM\p{Nd}])"  # what may precede a token that starts with a letter
 
 # Abbreviations. CoreNLP's lexer is case-insensitive for literal text, but a few state names
@@ -123,6 +124,9 @@ _PRE = (
     (r"\b((?i:lem|gim))((?i:me))\b", r"\1 \2"),
     (r"\b((?i:du))((?i:n))((?i:no))\b", r"\1 \2 \3"),
     (_START + r"['\x{2019}]((?i:t))((?i:was|is))\b", r"\1" + _WORD_APOS + r"\2 \3"),
+    # Words with an apostrophe in the middle that CoreNLP lists.
+    (r"\b((?i:cont'd\.|(?:cont'd|nor'easter|c'mon|e'er|s'mores|ev'ry|li'l|nat'l|cap'n|c'est)\b))",
+     _DELIM + r"\1" + _DELIM),
     # 'n' is a word (rock'n'roll too).
     (r"['\x{2019}]([nN])['\x{2019}]", _DELIM + _WORD_APOS + r"\1" + _WORD_APOS + _DELIM),
     # Apostrophes that belong to a word or start a clitic are marked before the quote rule
@@ -184,9 +188,12 @@ _SPECIAL = "|".join((
     r"</?[A-Za-z][A-Za-z0-9_:.-]*(?: +[A-Za-z][A-Za-z0-9_:.-]*(?: *= *[^ <>]+)?)* */?>",
     # URLs, e-mail addresses, @names and #hashtags. A likely URL's host parts exclude `,` to
     # `_` (a character range in CoreNLP's pattern), i.e. capitals and digits.
-    r"(?i:ftp|svn|svn\+ssh|https?|mailto)://[^ \"<>|(){}\[\]]*[^ \"'<>|.!?(){},;:&\[\]-]",
+    # A URL does not end in punctuation (nor in a period marked as an abbreviation's).
+    r"(?i:ftp|svn|svn\+ssh|https?|mailto)://[^ \"<>|(){}\[\]]*[^ \"'<>|.!?(){},;:&\[\]"
+    + _KEPT_DOT + "-]",
     r"(?:www\.(?:[^ \"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}|(?:[^ \"`'<>|.!?(){},-_$]+\.)+"
-    r"(?i:com|net|org|edu)(?:\.[A-Za-z]+)*)(?:/[^ \"<>|()]*[^ \"<>|.!?(){},-])?",
+    r"(?i:com|net|org|edu)(?:\.[A-Za-z]+)*)(?:/[^ \"<>|()]*[^ \"<>|.!?(){}," + _KEPT_DOT +
+    "-])?",
     r"[a-zA-Z0-9][^ \"<>|(){}]*@(?:[^ \"<>|(){}.]+\.)*[^ \"<>|(){}.]+",
     r"@[a-zA-Z_][a-zA-Z_0-9]*",
     "#" + _LETTER + _WORDCHAR + "*",
@@ -212,7 +219,7 @@ _TOKEN = "|".join((
     "[" + _CLITIC_APOS + _WORD_APOS + "]" + _WORDCHAR + "+",
     _WORDCHAR + "+(?:" + _WORD_APOS + _WORDCHAR + "+)+",
     # Hyphenated words and numbers stay whole (3-year-old, 2014-15, U.S.-led, 1,000-strong).
-    _APO_PREFIX + "?" + _WORDCHAR + "[0-9" + _L + r".,\x{ad}" + _KEPT_DOT + "]*(?:[-_]" +
+    _APO_PREFIX + "?" + _WORDCHAR + "[0-9" + _L + ".," + _KEPT_DOT + "]*(?:[-_]" +
     _PART + ")+",
     # Numbers with separators (3.14, 1,000, 4:45, .5, -5).
     _NUMBER,
@@ -222,13 +229,12 @@ _TOKEN = "|".join((
     # Words with an apostrophe CoreNLP keeps: n't, 'n', 'em, '90s, 'til, O'Neill, ...
     r"(?i:n)[`\x{2018}\x{201B}" + _CLITIC_APOS + "](?i:t)",
     # 'n' ('n alone: a quote before `New` is an opening quote).
-    _APOS + r"(?i:n)" + _APOS + r"|['\x{2019}\x{92}](?i:n)",
+    _APOS + r"(?i:n)" + _APOS + r"|['\x{2019}](?i:n)",
     _APOS + r"(?i:em|till?|cause)",
     _APOS + r"[2-9]0(?i:s)",
     _APO_PREFIX + _WORDCHAR + "+",
     r"[A-HJ-XZn]" + _APOSX + _LETTER + _LETTER + "+",
     r"(?i:dunkin|somethin|ol)" + _APOS,
-    r"(?i:cont'd\.?|nor'easter|c'mon|e'er|s'mores|ev'ry|li'l|nat'l|cap'n|c'est)",
     # Bang words.
     r"(?i:e|yahoo|jeopardy)!",
     # Words (a `.`, `!` or `?` between letters stays inside: word.Another), plain words.

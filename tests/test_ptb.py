@@ -57,6 +57,34 @@ def test_every_case_gives_make_datafiles_lowercased_line(cases):
   assert not wrong
 
 
+@pytest.mark.parametrize("line, tokens", [
+    # CoreNLP 3.7.0's behaviour on single rules, as documented beside the oracle.
+    ("BURNS'S car", "BURNS 'S car"),
+    ("Here's'em", "Here 's 'em"),
+    ("He didn`t go", "He did n`t go"),
+    ("(CNN)The man", "-LRB- CNN -RRB- The man"),
+    ("preprocessor2... Wait . . . now", "preprocessor2 ... Wait ... now"),
+    ("Wait.... then", "Wait ... . then"),
+    ("a 37%-owned unit at 4:45pm, 5pm", "a 37 % - owned unit at 4:45 pm , 5pm"),
+    ("US$5, C$3 and HK$2", "US$ 5 , C$ 3 and HK$ 2"),
+    ("at&t and AT&T; a &lt; b &gt; c", "at & t and AT&T ; a < b > c"),
+    ("<p> text </HEADLINE>", "<p> text </HEADLINE>"),
+    ("\u00a31.5m and 1\u00bd cups", "# 1.5 m and 1 1/2 cups"),
+    ("I dunno, 'twas fine", "I du n no , 't was fine"),
+    ("shares in Apple Inc.", "shares in Apple Inc. ."),
+    ("U.S. The end.", "U.S. . The end ."),
+    ("Section I. The end", "Section I . The end"),
+    ("built ca. 1900 in So. Africa", "built ca. 1900 in So. Africa"),
+    ("an e-mail from a Sydney-based firm, 5-4", "an e-mail from a Sydney-based firm , 5-4"),
+    ("see http://x.com/a.", "see http://x.com/a ."),
+    ("co\u00adoperate \u2010 now", "cooperate now"),
+    ("C'mon li'l Cap'n, nor'easter", "C'mon li'l Cap'n , nor'easter"),
+    ("\u201eQuote\u201c one---two", "\u201e Quote `` one -- two"),
+])
+def test_documented_rules(line, tokens):
+  assert _lists(ptb.tokenize_lines(tf.constant([line])))[0] == tokens.split(" ")
+
+
 @pytest.mark.parametrize("split", ["train", "val"])
 @pytest.mark.parametrize("lowercase", [True, False], ids=["lowercase", "cased"])
 def test_bbc_articles_and_abstracts_match_the_pipeline(ptb_oracle, split, lowercase):
