@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 
+from absl import flags
 import pytest
 import tensorflow as tf
 
@@ -359,10 +360,18 @@ def test_oracle_val_matches_the_original_pipeline(ptb_oracle, tmp_path, lowercas
       row["abstract_sentences_raw"])}) + "\n" for row in rows), encoding="utf-8")
   _run(md.jsonl_sources({"val": str(path)}, records.SkipCounter(), "article", "highlights"),
        tmp_path / "jsonl")
-  assert (tmp_path / "jsonl" / "val.bin").read_bytes() == (tmp_path / "out" / "val.bin").read_bytes()
+  assert ((tmp_path / "jsonl" / "val.bin").read_bytes()
+          == (tmp_path / "out" / "val.bin").read_bytes())
 
 
 # ---------------------------------------------------------------- command line
+
+
+def test_importing_the_tool_defines_no_flags():
+  # The project's flags of the same names (pointer_gen.config) can be defined beside it.
+  from pointer_gen import config  # pylint: disable=g-import-not-at-top,unused-import
+  assert "stories_dir" not in flags.FLAGS
+  assert flags.FLAGS["tokenizer"].default == "whitespace"
 
 
 def test_command_line(tmp_path):

@@ -66,25 +66,6 @@ MAX_NAMED = 5
 MAX_MISSING_NAMED = 20
 
 FLAGS = flags.FLAGS
-flags.DEFINE_multi_string("stories_dir", [], "A directory of .story files (repeatable: "
-                          "cnn/stories, dailymail/stories); needs --url_lists.")
-flags.DEFINE_string("url_lists", "", "Directory holding all_train.txt, all_val.txt and "
-                    "all_test.txt: the urls of each split's stories.")
-for _split in SPLITS:
-  flags.DEFINE_string(f"{_split}_jsonl", "", f"Glob of the {_split} split's JSONL files "
-                      "(instead of --stories_dir).")
-flags.DEFINE_string("out_dir", "", "Directory for the finished files.")
-flags.DEFINE_string("article_key", records.ARTICLE_KEY, "JSONL: the field holding the article.")
-flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the "
-                    "summary (a newline-separated string such as Hugging Face CNN/DM's "
-                    "highlights, or a list of sentences). Empty: abstract_sentences if present, "
-                    "else abstract.")
-flags.DEFINE_enum("tokenizer", "ptb", text.TOKENIZERS,
-                  "ptb tokenises as the original's CoreNLP step.")
-flags.DEFINE_bool("lowercase", True, "Lower-case the text, as the original.")
-flags.DEFINE_integer("chunk_size", CHUNK_SIZE, "Records per chunked/<split>_NNN.bin file.",
-                     lower_bound=1)
-flags.DEFINE_integer("max_size", VOCAB_SIZE, "Most words in the vocab (0 = all).", lower_bound=0)
 
 
 class Story(NamedTuple):
@@ -479,6 +460,30 @@ def _sources_from_flags():
   return story_sources(FLAGS.stories_dir, FLAGS.url_lists, FLAGS.lowercase), None
 
 
+def _define_flags():
+  """The command line's flags, defined only when this runs as a script: tests import it beside
+  pointer_gen.config, which has its own --tokenizer, --lowercase, --article_key, ..."""
+  flags.DEFINE_multi_string("stories_dir", [], "A directory of .story files (repeatable: "
+                            "cnn/stories, dailymail/stories); needs --url_lists.")
+  flags.DEFINE_string("url_lists", "", "Directory holding all_train.txt, all_val.txt and "
+                      "all_test.txt: the urls of each split's stories.")
+  for split in SPLITS:
+    flags.DEFINE_string(f"{split}_jsonl", "", f"Glob of the {split} split's JSONL files "
+                        "(instead of --stories_dir).")
+  flags.DEFINE_string("out_dir", "", "Directory for the finished files.")
+  flags.DEFINE_string("article_key", records.ARTICLE_KEY, "JSONL: the field holding the article.")
+  flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the "
+                      "summary (a newline-separated string such as Hugging Face CNN/DM's "
+                      "highlights, or a list of sentences). Empty: abstract_sentences if present, "
+                      "else abstract.")
+  flags.DEFINE_enum("tokenizer", "ptb", text.TOKENIZERS,
+                    "ptb tokenises as the original's CoreNLP step.")
+  flags.DEFINE_bool("lowercase", True, "Lower-case the text, as the original.")
+  flags.DEFINE_integer("chunk_size", CHUNK_SIZE, "Records per chunked/<split>_NNN.bin file.",
+                       lower_bound=1)
+  flags.DEFINE_integer("max_size", VOCAB_SIZE, "Most words in the vocab (0 = all).", lower_bound=0)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -493,4 +498,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  _define_flags()
   app.run(main)
