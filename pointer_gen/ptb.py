@@ -103,7 +103,7 @@ _PRE = (
     (r"\x{2026}", " ... "),
     # Four or more dots before a word: the last is a sentence's period.
     (r"(\.\.\.+)(\. +\pL)", r"\1 \2"),
-    # A word keeps its period before , ; or : .
+    # A word keeps its period before , ; or : (first: a smiley would take the `:`).
     (_START + r"(\pL" + _ALNUM + r"*(?:[.!?]\pL" + _ALNUM + r"*)*)\.([,;:])",
      r"\1\2" + _KEPT_DOT + r"\3"),
     # Smileys before a non-word character are tokens (their brackets escaped later).
