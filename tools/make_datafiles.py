@@ -1,4 +1,4 @@
-"""Makes the original's CNN/DailyMail `finished_files` from the raw stories or from JSONL.
+r"""Makes the original's CNN/DailyMail `finished_files` from the raw stories or from JSONL.
 
   python tools/make_datafiles.py --stories_dir=cnn/stories --stories_dir=dailymail/stories \
       --url_lists=url_lists --out_dir=finished_files
