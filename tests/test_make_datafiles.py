@@ -368,8 +368,9 @@ def test_oracle_val_matches_the_original_pipeline(ptb_oracle, tmp_path, lowercas
 
 
 def test_importing_the_tool_defines_no_flags():
-  # The project's flags of the same names (pointer_gen.config) can be defined beside it.
-  from pointer_gen import config  # pylint: disable=g-import-not-at-top,unused-import
+  # The project's flags of the same names (pointer_gen.config's, which importing run defines)
+  # can be defined beside it.
+  from pointer_gen import run  # pylint: disable=g-import-not-at-top,unused-import
   assert "stories_dir" not in flags.FLAGS
   assert flags.FLAGS["tokenizer"].default == "whitespace"
 
