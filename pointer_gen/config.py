@@ -28,7 +28,8 @@ def define_flags():
                 "Format of --data_path files; auto: from the file extension.")
   f.DEFINE_enum("tokenizer", "whitespace", list(TOKENIZERS),
                 "whitespace: the data is pre-tokenised (CNN/DM, vietnews); punct: also split "
-                "punctuation off words (raw JSONL text).")
+                "punctuation off words (raw JSONL text); ptb: raw English as the original's "
+                "CNN/DM data (CoreNLP 3.7.0's PTBTokenizer, a period added to each line).")
   f.DEFINE_boolean("lowercase", False, "Lower-case text before tokenising (raw JSONL text).")
   f.DEFINE_string("article_key", "article", "JSONL: the field holding the article (Hugging "
                   "Face XSum: document; text/summary files: text).")

@@ -119,8 +119,9 @@ class RecordSource:
   """Yields (article, abstract) strings from the data files, in the order the mode needs.
 
   Training: file order shuffled each epoch, forever. single_pass: files sorted, one pass.
-  Abstract sentences are joined with newlines, which tokenisation treats as spaces and the
-  decoder's reference writer splits on.
+  Abstract sentences are joined with newlines, which the decoder's reference writer splits on
+  and tokenisation treats as spaces (whitespace, punct) or as line ends (ptb: each sentence is
+  a line, with its own missing period added, as in the original's data).
   """
 
   def __init__(self, data_path, data_format="auto", single_pass=False, seed=None,

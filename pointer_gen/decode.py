@@ -286,13 +286,18 @@ def ngram_figures(decoded, references, articles, tokenizer, lowercase):
   raw whitespace would keep case and punctuation that the decoded words and article lack, and
   count as novel what was copied."""
 
-  def tokens(texts):
+  def tokens(texts, tokenizer=tokenizer, lowercase=lowercase):
     ragged = text.tokenize(tf.constant(texts, tf.string) if texts else tf.zeros([0], tf.string),
                            tokenizer, lowercase)  # [N, (tokens)]
     return [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
 
-  return metrics.ngram_stats(tokens([" ".join(d) for d in decoded]),
-                             tokens([" ".join(r) for r in references]), tokens(articles))
+  # ptb's output is not ptb's input (`-lrb-`, `` `` ``, a `.` added to every line): the decoded
+  # words, already the model's tokens, are only split. Reference sentences are lines, as the
+  # training pipeline tokenises them (the other tokenizers treat a newline as a space).
+  decoded_tokens = (tokens([" ".join(d) for d in decoded], "whitespace", False)
+                    if tokenizer == "ptb" else tokens([" ".join(d) for d in decoded]))
+  return metrics.ngram_stats(decoded_tokens, tokens(["\n".join(r) for r in references]),
+                             tokens(articles))
 
 
 def final_report(result, directory):

@@ -8,9 +8,10 @@ is never overwritten.
 
 Everything happens in the graph, with core TensorFlow ops only (no tensorflow-text), so stock
 TF Serving and any TF runtime can run it without this package: tokenisation as in training
-(`text.tokenize`), truncation to max_enc_steps, the vocab lookup from the vocab asset, the
-per-article OOV list and extended ids (`data.article_features`, as decode mode), the compiled
-beam search with decode mode's settings, and detokenisation.
+(`text.tokenize`; --tokenizer=ptb too, in RE2 passes of `tf.strings.regex_replace`), truncation
+to max_enc_steps, the vocab lookup from the vocab asset, the per-article OOV list and extended
+ids (`data.article_features`, as decode mode), the compiled beam search with decode mode's
+settings, and detokenisation.
 
 Signatures:
   serving_default  article tf.string [B] ->

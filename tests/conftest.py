@@ -14,6 +14,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 VIETNEWS = SHARED_DATA / "vietnews_bin"
 BBC = SHARED_DATA / "bbc_news_summary"
+PTB_ORACLE = SHARED_DATA / "ptb_oracle"
 
 
 @pytest.fixture(scope="session")
@@ -28,6 +29,13 @@ def bbc():
   if not BBC.is_dir():
     pytest.fail(f"real data expected at {BBC} (the shared/ folder beside the repository)")
   return BBC
+
+
+@pytest.fixture(scope="session")
+def ptb_oracle():
+  if not PTB_ORACLE.is_dir():
+    pytest.fail(f"real data expected at {PTB_ORACLE} (the shared/ folder beside the repository)")
+  return PTB_ORACLE
 
 
 # absl's Python log line: severity, date, time, thread id, then the source file's base name.

@@ -4,7 +4,10 @@
 
 Prints a table and writes JSON: the matmul ceiling for the vocabulary projection's shape; the
 training step (median, min, max over --steps steps after warm-up) on real data
-(../shared/data/vietnews_bin by default) and on full-length synthetic batches; decode
+(../shared/data/vietnews_bin by default) and on full-length synthetic batches; tokenisation
+throughput (articles/s) of each --tokenizer on raw articles (../shared/data/bbc_news_summary),
+and the training step fed by its own input pipeline, on the .bin data and on raw JSONL with
+--tokenizer=ptb, beside the time that pipeline alone takes per batch; decode
 articles/s at batch 1 and at a large batch; peak RSS; achieved GFLOP/s and its fraction of the
 ceiling; and how the step time grows with max_enc_steps and the vocabulary size. Every
 training and decode row is float32 unless its name ends in "mixed_bfloat16": those rows
@@ -51,16 +54,23 @@ from pointer_gen import kernels
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import precision
+from pointer_gen import records
+from pointer_gen import text
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from process_memory import peak_rss_gb  # tools/, next to this script
 
 VIETNEWS = REPO.parent / "shared" / "data" / "vietnews_bin"
+BBC = REPO.parent / "shared" / "data" / "bbc_news_summary"
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_path", str(VIETNEWS / "chunked" / "train_*"), "Real training data.")
 flags.DEFINE_string("decode_data_path", str(VIETNEWS / "chunked" / "val_*"), "Articles to decode.")
 flags.DEFINE_string("vocab_path", str(VIETNEWS / "vocab"), "Vocab of the real data.")
+flags.DEFINE_string("raw_data_path", str(BBC / "train.jsonl"), "Raw English JSONL: the training "
+                    "step on --tokenizer=ptb --lowercase text (vocab: its most frequent tokens).")
+flags.DEFINE_string("raw_articles_path", str(BBC / "val.jsonl"), "Raw English JSONL whose "
+                    "articles are tokenised for the tokenisation throughput rows.")
 flags.DEFINE_boolean("coverage", True, "Train with coverage (the paper's final phase).")
 flags.DEFINE_boolean("xla", False, "Compile the training step with XLA (jit_compile).")
 flags.DEFINE_integer("steps", 10, "Timed training steps per configuration (after warm-up).")
@@ -179,6 +189,87 @@ def real_batches(hps, vocab):
   dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab), hps)
   for batch in dataset:
     yield {k: v for k, v in batch.items() if v.dtype != tf.string}
+
+
+def time_tokenizers(articles, repeats):
+  """Articles/s of each tokenizer (--lowercase) over raw articles, one article per call in a
+  parallel tf.data map, as the input pipeline calls it."""
+  results = {}
+  for tokenizer in text.TOKENIZERS:
+    dataset = tf.data.Dataset.from_tensor_slices(articles).map(
+        lambda article, name=tokenizer: tf.size(text.tokenize(article, name, lowercase=True)),
+        num_parallel_calls=tf.data.AUTOTUNE)
+    for _ in dataset:  # warm-up: tracing
+      pass
+    times = []
+    for _ in range(repeats):
+      start = time.perf_counter()
+      for _ in dataset:
+        pass
+      times.append(time.perf_counter() - start)
+    results[tokenizer] = {**stats(times), "articles_per_sec": len(articles) / np.median(times)}
+  return results
+
+
+def raw_vocab(hps, path):
+  """The most frequent --tokenizer=ptb --lowercase tokens of the raw JSONL at `path`, filled up
+  to hps.vocab_size with words no text has (so that the step costs what a full vocab's does)."""
+  recs = records.read_records([path], "auto", records.SkipCounter())
+  texts = [t for r in recs for t in (r.article, *r.abstract_sentences)]
+  tokens = text.tokenize(texts, "ptb", lowercase=True).to_list()  # [N, (tokens)]
+  counts = vocab_lib.count_words([t.decode("utf-8") for t in row] for row in tokens)
+  words = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+  size = hps.vocab_size - len(vocab_lib.SPECIALS)
+  # "[" is never inside a ptb token (it becomes -LSB-).
+  return vocab_lib.Vocab(words[:size] + [f"[fill{i}]" for i in range(size - len(words))])
+
+
+def time_fed_training(hps, vocab, data_path, steps, warmup):
+  """The input pipeline alone (seconds per batch, as fast as it can make them) and the training
+  step fed by it (tokenisation in a parallel map, prefetch): if the pipeline keeps ahead of the
+  model, the fed step takes no longer than the step on ready batches."""
+  source = data.RecordSource(data_path, seed=0)
+  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab), hps).map(
+      lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string})
+  batches = iter(dataset)
+  for _ in range(warmup):  # fills the bucketing cache
+    next(batches)
+  start = time.perf_counter()
+  for _ in range(steps):
+    next(batches)
+  input_seconds = (time.perf_counter() - start) / steps
+  trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
+  step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, len(vocab),
+                               jit_compile=FLAGS.xla)
+  times = []
+  for i in range(warmup + steps):
+    start = time.perf_counter()
+    step(batches)["loss"].numpy()
+    if i >= warmup:
+      times.append(time.perf_counter() - start)
+  return {**stats(times), "input_seconds_per_batch": input_seconds}
+
+
+def pipeline_rows(hps, vocab, steps, warmup, results, rows):
+  """Tokenisation throughput of each tokenizer, and the training step fed by its own input
+  pipeline on the .bin data (pre-tokenised) and on raw English JSONL with --tokenizer=ptb."""
+  articles = [r.article for r in records.read_records([FLAGS.raw_articles_path], "auto",
+                                                      records.SkipCounter())]
+  results["tokenize"] = time_tokenizers(articles, 2 if FLAGS.quick else 5)
+  for name, timing in results["tokenize"].items():
+    rows.append((f"tokenize raw articles, --tokenizer={name} --lowercase",
+                 f"{timing['articles_per_sec']:.0f} art/s",
+                 f"{len(articles)} articles of {FLAGS.raw_articles_path}, a parallel map"))
+  fed_bin = time_fed_training(hps, vocab, FLAGS.data_path, steps, warmup)
+  ptb_hps = hps.replace(tokenizer="ptb", lowercase=True)
+  fed_ptb = time_fed_training(ptb_hps, raw_vocab(hps, FLAGS.raw_data_path), FLAGS.raw_data_path,
+                              steps, warmup)
+  results["train_fed_bin"], results["train_fed_ptb_jsonl"] = fed_bin, fed_ptb
+  for name, timing in (("real data (vietnews .bin)", fed_bin),
+                       ("raw JSONL (BBC), --tokenizer=ptb --lowercase", fed_ptb)):
+    rows.append((f"train step fed by the input pipeline, {name}", f"{timing['median']:.2f} s",
+                 f"min {timing['min']:.2f} max {timing['max']:.2f}; the input pipeline alone "
+                 f"makes a batch in {timing['input_seconds_per_batch']:.3f} s"))
 
 
 def time_decode(hps, vocab, model, batch_size, articles):
@@ -476,6 +567,7 @@ def main(argv):
   rows.append(("train step, real data (vietnews)", f"{real['median']:.2f} s",
                f"min {real['min']:.2f} max {real['max']:.2f}; {gflops:.0f} GFLOP/s "
                f"({100 * gflops / ceiling:.0f}% of ceiling)"))
+  pipeline_rows(hps, vocab, steps, warmup, results, rows)
 
   rng = np.random.default_rng(0)
   synthetic = iter(lambda: synthetic_batch(hps, hps.vocab_size, rng), None)

@@ -30,7 +30,8 @@ flags.DEFINE_enum("data_format", "auto", ("auto",) + records.FORMATS,
 flags.DEFINE_string("output", "", "Path of the vocab file to write.")
 flags.DEFINE_integer("max_size", 200000, "Most words to write (0 = all).", lower_bound=0)
 flags.DEFINE_enum("tokenizer", "whitespace", text.TOKENIZERS,
-                  "whitespace for pre-tokenised data (.bin), punct for raw text.")
+                  "whitespace for pre-tokenised data (.bin), punct for raw text, ptb for raw "
+                  "English as CNN/DM's original data.")
 flags.DEFINE_bool("lowercase", False, "Lower-case the text before counting.")
 flags.DEFINE_string("article_key", records.ARTICLE_KEY, "JSONL: the field holding the article.")
 flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the "
