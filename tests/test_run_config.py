@@ -364,7 +364,7 @@ def test_eval_ends_after_the_trainers_final_checkpoint(hf_data, trained, capsys)
     signal.signal(signal.SIGALRM, previous)
   assert code == 0, err
   # It returned by itself (today's eval waits for a newer checkpoint until the alarm).
-  assert "Scored 1 checkpoints" in out
+  assert "Scored 1 checkpoint; best model: " in out
 
 
 def test_a_checkpoint_that_does_not_fit_ends_with_the_error(hf_data, trained, caplog):

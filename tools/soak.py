@@ -209,9 +209,10 @@ def kill_soak(workdir, kills, seed, report=print):
   previous = None  # (last step logged, last step saved, lost-steps bound) of the killed run
   try:
     for k in range(kills + 1):
+      # A log line per step: the steps trained before a kill are counted from them.
       trainer = _Process(workdir, f"train-{k:03d}", [
           "--mode=train", f"--data_path={corpus['train']}",
-          f"--checkpoint_secs={CHECKPOINT_SECS}", *run_flags])
+          f"--checkpoint_secs={CHECKPOINT_SECS}", "--log_every_n_steps=1", *run_flags])
       text = trainer.wait_for(r"\] step \d+: ")
       restored = _RESTORED.search(text)
       resumed_at = int(restored.group(1)) if restored else 0
