@@ -1,3 +1,4 @@
+import collections
 import importlib.util
 import os
 import pathlib
@@ -17,6 +18,9 @@ VIETNEWS = SHARED_DATA / "vietnews_bin"
 BBC = SHARED_DATA / "bbc_news_summary"
 
 
+_NO_REAL_DATA = "real data expected at"
+
+
 def _real_data(path):
   """`path` if it exists. Otherwise the test is skipped, naming what is missing (the whole
   shared/data folder if it is absent, one message for every such test), or fails under CI=true,
@@ -24,10 +28,21 @@ def _real_data(path):
   if path.is_dir():
     return path
   missing = SHARED_DATA if not SHARED_DATA.is_dir() else path
-  message = f"real data expected at {missing} (the shared/ folder beside the repository)"
+  message = f"{_NO_REAL_DATA} {missing} (the shared/ folder beside the repository)"
   if os.environ.get("CI", "").lower() == "true":
     pytest.fail(message)
   pytest.skip(f"{message}; not found, skipped (CI=true fails instead)")
+
+
+def pytest_terminal_summary(terminalreporter):
+  """One line per missing data folder with the number of tests skipped for it: `pytest -q`
+  alone does not say why tests were skipped."""
+  reasons = collections.Counter(
+      report.longrepr[2].removeprefix("Skipped: ")
+      for report in terminalreporter.stats.get("skipped", [])
+      if isinstance(report.longrepr, tuple) and _NO_REAL_DATA in report.longrepr[2])
+  for reason, count in reasons.items():
+    terminalreporter.write_line(f"{count} tests skipped: {reason}")
 
 
 @pytest.fixture(scope="session")

@@ -220,7 +220,7 @@ def test_eval_skips_checkpoints_deleted_under_it_and_stops_when_told(concurrent_
 def test_one_line_per_checkpoint_with_the_means_of_its_batches(concurrent_run, tmp_path, caplog):
   run = concurrent_run
   hps, vocab = _eval_of_a_copy(run, tmp_path, eval_batches_per_checkpoint=3)
-  with caplog.at_level("INFO"):
+  with caplog.at_level("INFO", logger="absl"):
     assert evaluate.ConcurrentEvaluator(hps, vocab).run() == 1
   [line] = [m for m in caplog.messages if m.startswith("eval step")]
   scalars = summaries.read_scalars(hps.eval_dir)

@@ -36,7 +36,7 @@ def _hps(corpus, tmp_path, **changes):
 def _train(hps, caplog, dataset=None):
   """(the per-step history, the parsed log lines) of one training run."""
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-  with caplog.at_level("INFO"):
+  with caplog.at_level("INFO", logger="absl"):
     history = train.Trainer(hps, vocab).train(dataset)
   lines = [m for m in caplog.messages if m.startswith("step ")]
   return history, [LINE.fullmatch(m) for m in lines]
