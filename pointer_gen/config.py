@@ -69,6 +69,10 @@ def define_flags():
   f.DEFINE_boolean("debug", False, "Run tf.functions eagerly and check numerics (slow).")
   f.DEFINE_integer("num_train_steps", 0, "Stop training at this global step; 0 = until stopped.")
   f.DEFINE_integer("checkpoint_secs", 60, "Seconds of wall time between checkpoints.")
+  f.DEFINE_integer("log_every_n_steps", 100, "Log one line every this many global steps (and "
+                   "at the end) with the mean loss, coverage loss, p_gen and global norm since "
+                   "the previous line, steps/s and, with --num_train_steps, the time left; 1 "
+                   "logs every step, as the original. TensorBoard gets every step.")
   f.DEFINE_string("ckpt_path", "", "Checkpoint prefix for eval/decode (default: the newest "
                   "in the run's train dir).")
   f.DEFINE_string("export_dir", "", "Export: TF Serving base path; the SavedModel is written "
@@ -167,6 +171,7 @@ class HParams:
   debug: bool = False
   num_train_steps: int = 0
   checkpoint_secs: int = 60
+  log_every_n_steps: int = 100
   ckpt_path: str = ""
   export_dir: str = ""
   export_source: str = "train"
@@ -200,7 +205,8 @@ class HParams:
   def validated(self):
     """Raises DataError naming the flag for values the model cannot run with."""
     positive = ("hidden_dim", "emb_dim", "batch_size", "max_enc_steps", "max_dec_steps",
-                "beam_size", "checkpoint_secs", "eval_batches_per_checkpoint", "eval_poll_secs")
+                "beam_size", "checkpoint_secs", "log_every_n_steps", "eval_batches_per_checkpoint",
+                "eval_poll_secs")
     for name in positive:
       if getattr(self, name) <= 0:
         raise DataError(f"--{name}={getattr(self, name)}: must be positive")

@@ -245,7 +245,8 @@ def warn_if_many_oovs(hps, vocab):
   """Logs a warning when more than OOV_WARNING_RATE of the first articles' tokens are out of
   vocabulary, or when another --tokenizer/--lowercase would leave fewer than half as many (and
   OOV_MIN_GAIN fewer), naming the rate, the vocab, --tokenizer and --lowercase and the better
-  tokenisation; returns the rate."""
+  tokenisation; returns the rate. When the whole vocab file would leave fewer than half as many
+  (and OOV_MIN_GAIN fewer), the warning names --vocab_size as the cause instead."""
   rate = article_oov_rate(hps, vocab)
   if rate is None:
     return None
@@ -253,8 +254,10 @@ def warn_if_many_oovs(hps, vocab):
             if (t, l) != (hps.tokenizer, hps.lowercase)]
   rates = {s: article_oov_rate(hps, vocab, *s) for s in others}
   best = min(rates, key=lambda s: rates[s])
-  better = rates[best] < rate / 2 and rate - rates[best] >= OOV_MIN_GAIN
+  better = _much_lower(rates[best], rate)
   if rate <= OOV_WARNING_RATE and not better:
+    return rate
+  if _warned_truncation(hps, vocab, rate):
     return rate
   hint = (f" With --tokenizer={best[0]} --lowercase={str(best[1]).lower()} it would be "
           f"{100 * rates[best]:.1f} %." if better else "")
@@ -265,3 +268,29 @@ def warn_if_many_oovs(hps, vocab):
       100 * rate, OOV_CHECK_EXAMPLES, hps.data_path, hps.vocab_path, hps.tokenizer,
       str(hps.lowercase).lower(), hint)
   return rate
+
+
+def _much_lower(other_rate, rate):
+  """Whether `other_rate` is less than half of `rate` and OOV_MIN_GAIN below it."""
+  return other_rate < rate / 2 and rate - other_rate >= OOV_MIN_GAIN
+
+
+def _warned_truncation(hps, vocab, rate):
+  """Logs the warning that names --vocab_size when the whole vocab file, of which --vocab_size
+  kept only the first entries, would leave much fewer tokens unknown than `rate`; returns
+  whether it did. Read only when a warning is due: the file may hold millions of words."""
+  if not hps.vocab_size or len(vocab) < hps.vocab_size:
+    return False  # the whole file was read
+  whole = vocab_lib.Vocab.from_file(hps.vocab_path, 0)
+  if len(whole) == len(vocab):
+    return False
+  whole_rate = article_oov_rate(hps, whole)
+  if not _much_lower(whole_rate, rate):
+    return False
+  logging.warning(
+      "%.1f %% of the article tokens of the first examples (up to %d) of --data_path=%s are out of "
+      "the vocabulary %s as cut by --vocab_size=%d; the whole file (%d entries, --vocab_size=0) "
+      "would leave %.1f %%: a larger --vocab_size makes fewer words unknown.",
+      100 * rate, OOV_CHECK_EXAMPLES, hps.data_path, hps.vocab_path, hps.vocab_size, len(whole),
+      100 * whole_rate)
+  return True

@@ -197,6 +197,7 @@ class ConcurrentEvaluator:
   def _score_checkpoint(self, step, batches, writer):
     hps = self.hps
     new_best = False
+    scored = []  # (loss, coverage loss) of each batch
     for _ in range(hps.eval_batches_per_checkpoint):
       batch = next(batches, None)
       if batch is None:
@@ -213,13 +214,11 @@ class ConcurrentEvaluator:
         summaries.scalar("running_avg_loss", self.selector.running_avg, step)
         if hps.coverage:
           summaries.scalar("coverage_loss", scalars["coverage_loss"], step)
-      coverage = (f", coverage loss {float(scalars['coverage_loss']):.4f}" if hps.coverage
-                  else "")
-      logging.info("eval step %d: loss %.4f%s, running average %.4f (best %.4f)", step, loss,
-                   coverage, self.selector.running_avg, self.selector.best)
+      scored.append((loss, float(scalars["coverage_loss"]) if hps.coverage else 0.0))
       if stopping.requested():
         break
     writer.flush()
+    self._log_scored(step, scored)
     if new_best:
       self.best_step.assign(step)
       with stopping.critical():
@@ -227,6 +226,15 @@ class ConcurrentEvaluator:
         path = self.best_manager.save(checkpoint_number=step)
       logging.info("New best model (running average loss %.4f): saved %s", self.selector.best,
                    path)
+
+  def _log_scored(self, step, scored):
+    """One line per checkpoint: the mean losses of its batches and the running average after
+    them."""
+    loss, coverage_loss = np.mean(scored, axis=0)
+    coverage = f", coverage loss {coverage_loss:.4f}" if self.hps.coverage else ""
+    means = f" (means of {len(scored)} batches)" if len(scored) > 1 else ""
+    logging.info("eval step %d: loss %.4f%s%s, running average %.4f (best %.4f)", step, loss,
+                 coverage, means, self.selector.running_avg, self.selector.best)
 
 
 def _coverage_of(path):

@@ -181,7 +181,8 @@ def run_eval(hps, vocab):
   evaluator = evaluate.ConcurrentEvaluator(hps, vocab)
   scored = evaluator.run()
   best = evaluator.best_manager.latest_checkpoint
-  print(f"Scored {scored} checkpoints; best model: {best or 'none saved'}")
+  print(f"Scored {scored} checkpoint{'' if scored == 1 else 's'}; best model: "
+        f"{best or 'none saved'}")
   # Before the evaluator goes: tearing down its input pipeline would take seconds.
   stopping.exit_if_requested()
 

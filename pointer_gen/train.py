@@ -1,6 +1,7 @@
 """`--mode=train`: the training loop, checkpoints, summaries and the non-finite guard."""
 
 import contextlib
+import datetime
 import os
 import time
 
@@ -270,6 +271,7 @@ class Trainer:
               else tf.summary.create_noop_writer())
     history = []
     last_save = time.time()
+    step_log = StepLog(hps.num_train_steps)
     with stopping.until_stopped():
       try:
         # Kept until the trainer goes: tearing it down waits for the input pipeline's threads.
@@ -289,15 +291,19 @@ class Trainer:
             self._non_finite(step + 1, scalars)
             continue
           seconds = time.time() - start
-          history.append({"step": step, **{k: float(v) for k, v in scalars.items()
-                                           if k != "finite"}})
-          self._log_step(writer, step, scalars, seconds)
+          row = {"step": step, **{k: float(v) for k, v in scalars.items() if k != "finite"}}
+          history.append(row)
+          step_log.add(row)
+          if step % hps.log_every_n_steps == 0:
+            step_log.log()
+          self._write_summaries(writer, step, scalars, seconds)
           if time.time() - last_save >= hps.checkpoint_secs:
             self.save()
             last_save = time.time()
       finally:
         with stopping.critical(), _writing(hps.train_dir, "TensorBoard summaries"):
           writer.flush()
+      step_log.log()  # the steps since the last line
       self.save()
     self.out_dir.cleanup()
     return history
@@ -312,12 +318,49 @@ class Trainer:
     logging.warning("%s; batch skipped (%d so far, --skip_nonfinite_batches).", message,
                     self.skipped_nonfinite)
 
-  def _log_step(self, writer, step, scalars, seconds):
-    coverage = f", coverage loss {scalars['coverage_loss']:.4f}" if "coverage_loss" in scalars else ""
-    logging.info("step %d: loss %.4f%s, global norm %.3f, %.3f s/step", step, scalars["loss"],
-                 coverage, scalars["global_norm"], seconds)
+  def _write_summaries(self, writer, step, scalars, seconds):
     with _writing(self.hps.train_dir, "TensorBoard summaries"), writer.as_default():
       for name in ("loss", "coverage_loss", "total_loss", "global_norm", "p_gen_mean"):
         if name in scalars:
           summaries.scalar(name, scalars[name], step)
       summaries.scalar("steps_per_sec", 1.0 / max(seconds, 1e-9), step)
+
+
+class StepLog:
+  """The training log: one line per --log_every_n_steps steps (a run of hundreds of thousands of
+  steps would otherwise print as many lines) with the means of the steps since the previous line,
+  their rate over the wall time since then, and the time left until `num_train_steps` (0:
+  unknown) at that rate."""
+
+  def __init__(self, num_train_steps):
+    self.num_train_steps = num_train_steps
+    self.rows = []
+    self.since = time.time()
+
+  def add(self, row):
+    """One step's scalars (`step`, `loss`, ...; `coverage_loss` and `p_gen_mean` when the model
+    has them)."""
+    self.rows.append(row)
+
+  def log(self):
+    """Logs the line of the steps added since the last one, if any."""
+    if not self.rows:
+      return
+    now = time.time()
+    rows, step = self.rows, self.rows[-1]["step"]
+    steps_per_sec = len(rows) / max(now - self.since, 1e-9)
+    self.rows, self.since = [], now
+    mean = lambda key: sum(row[key] for row in rows) / len(rows)
+    parts = [f"loss {mean('loss'):.4f}"]
+    if "coverage_loss" in rows[0]:
+      parts.append(f"coverage loss {mean('coverage_loss'):.4f}")
+    if "p_gen_mean" in rows[0]:
+      parts.append(f"p_gen {mean('p_gen_mean'):.3f}")
+    parts.append(f"global norm {mean('global_norm'):.3f}")
+    means = f" (means of {len(rows)} steps)" if len(rows) > 1 else ""
+    eta = ""
+    if self.num_train_steps:
+      seconds = max(0, self.num_train_steps - step) / steps_per_sec
+      eta = f", ETA {datetime.timedelta(seconds=round(seconds))}"
+    logging.info("step %d: %s%s; %.2f steps/s%s", step, ", ".join(parts), means, steps_per_sec,
+                 eta)

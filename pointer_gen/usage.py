@@ -11,7 +11,7 @@ HELP_ARGS = ("--help", "-help", "--helpshort", "-h", "-?", "--?")
 MODE_GROUPS = (
     ("Train (--mode=train)", (
         "lr", "adagrad_init_acc", "rand_unif_init_mag", "trunc_norm_init_std", "max_grad_norm",
-        "clip_norm", "cov_loss_wt", "num_train_steps", "checkpoint_secs",
+        "clip_norm", "cov_loss_wt", "num_train_steps", "checkpoint_secs", "log_every_n_steps",
         "convert_to_coverage_model", "restore_best_model", "skip_nonfinite_batches",
         "inject_nonfinite_at_step")),
     ("Eval (--mode=eval)", (

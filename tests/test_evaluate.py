@@ -183,15 +183,20 @@ def test_running_average_and_best_model_choice():
   assert evaluate.running_avg_loss(4.0, 2.0, decay=0.5) == 3.0
 
 
-def test_eval_skips_checkpoints_deleted_under_it_and_stops_when_told(concurrent_run, tmp_path):
-  run = concurrent_run
+def _eval_of_a_copy(run, tmp_path, **changes):
+  """(HParams, vocab) of an eval that scores one checkpoint of a copy of the run's train dir."""
   shutil.copytree(run["run_dir"] / "train", tmp_path / "run" / "train")
   hps = config.HParams(
       mode="eval", data_path=run["corpus"]["val"], vocab_path=run["corpus"]["vocab"],
       log_root=str(tmp_path), exp_name="run", hidden_dim=8, emb_dim=8, vocab_size=519,
       batch_size=4, max_enc_steps=40, max_dec_steps=10, min_dec_steps=2,
-      eval_max_checkpoints=1)
-  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+      eval_max_checkpoints=1, **changes)
+  return hps, vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+
+
+def test_eval_skips_checkpoints_deleted_under_it_and_stops_when_told(concurrent_run, tmp_path):
+  run = concurrent_run
+  hps, vocab = _eval_of_a_copy(run, tmp_path)
   evaluator = evaluate.ConcurrentEvaluator(hps, vocab)
   kept = tf.train.get_checkpoint_state(hps.train_dir).all_model_checkpoint_paths
   # The trainer's rotation deletes the .index first, then the .data file: a reader can find
@@ -210,6 +215,24 @@ def test_eval_skips_checkpoints_deleted_under_it_and_stops_when_told(concurrent_
   assert evaluator.run() == 1
   assert checkpoints.newest(hps.eval_dir) == os.path.join(hps.eval_dir,
                                                           f"bestmodel-{run['last_step']}")
+
+
+def test_one_line_per_checkpoint_with_the_means_of_its_batches(concurrent_run, tmp_path, caplog):
+  run = concurrent_run
+  hps, vocab = _eval_of_a_copy(run, tmp_path, eval_batches_per_checkpoint=3)
+  with caplog.at_level("INFO", logger="absl"):
+    assert evaluate.ConcurrentEvaluator(hps, vocab).run() == 1
+  [line] = [m for m in caplog.messages if m.startswith("eval step")]
+  scalars = summaries.read_scalars(hps.eval_dir)
+  batch_losses = [value for step, value in scalars["loss"] if step == run["last_step"]]
+  running = [value for _, value in scalars["running_avg_loss"]]
+  assert len(batch_losses) == len(running) == 3
+  match = re.fullmatch(rf"eval step {run['last_step']}: loss ([\d.]+) \(means of 3 batches\), "
+                       r"running average ([\d.]+) \(best ([\d.]+)\)", line)
+  assert match, line
+  assert float(match.group(1)) == pytest.approx(np.mean(batch_losses), abs=5e-5)
+  assert float(match.group(2)) == pytest.approx(running[-1], abs=5e-5)
+  assert float(match.group(3)) == pytest.approx(min(running), abs=5e-5)
 
 
 def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys):

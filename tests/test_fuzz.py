@@ -157,7 +157,7 @@ def _walk(blob):
 
 
 @pytest.fixture(scope="module")
-def bin_corpora(tmp_path_factory, vietnews):
+def made_corpus(tmp_path_factory):
   root = tmp_path_factory.mktemp("bin_corpora")
   written = [
       records.Record("the mayor of grasvismouth resigned on monday .",
@@ -167,12 +167,16 @@ def bin_corpora(tmp_path_factory, vietnews):
       records.Record("a third article , short", ["one sentence ."], "made", 2),
   ]
   records.write_bin(str(root / "made.bin"), written)
-  # The first records of a real chunk, copied in as bytes (never into the repository).
+  return _BinCorpus((root / "made.bin").read_bytes())
+
+
+@pytest.fixture(scope="module")
+def vietnews_corpus(vietnews):
+  """The first records of a real chunk, read as bytes (never copied into the repository)."""
   with open(vietnews / "chunked" / "val_000.bin", "rb") as f:
     head = f.read(1 << 16)
   frames, _ = _walk(head)
-  real = head[:frames[2][1]]
-  return {"made": _BinCorpus((root / "made.bin").read_bytes()), "vietnews": _BinCorpus(real)}
+  return _BinCorpus(head[:frames[2][1]])
 
 
 @st.composite
@@ -251,8 +255,8 @@ def _check_bin(path, blob, corpus, got, skips, error, messages):
 
 
 @pytest.mark.parametrize("name", ["made", "vietnews"])
-def test_corrupted_bin_files(bin_corpora, tmp_path_factory, name):
-  corpus = bin_corpora[name]
+def test_corrupted_bin_files(request, tmp_path_factory, name):
+  corpus = request.getfixturevalue(f"{name}_corpus")
   path = str(tmp_path_factory.mktemp(f"fuzz_{name}") / "corrupt.bin")
 
   @_settings(150)
@@ -276,9 +280,9 @@ def test_corrupted_bin_files(bin_corpora, tmp_path_factory, name):
   check()  # pylint: disable=no-value-for-parameter
 
 
-def test_every_single_bit_flip_of_a_record(bin_corpora, tmp_path):
+def test_every_single_bit_flip_of_a_record(made_corpus, tmp_path):
   """Exhaustive over one small record: each bit of each byte, not a sample."""
-  corpus = bin_corpora["made"]
+  corpus = made_corpus
   blob = corpus.blob[:8 + len(corpus.payloads[0])]
   single = _BinCorpus(blob)
   path = str(tmp_path / "flip.bin")
@@ -586,10 +590,10 @@ def test_hostile_jsonl_through_the_pipeline(tmp_path_factory, demo_vocab):
   check()  # pylint: disable=no-value-for-parameter
 
 
-def test_corrupted_bin_through_the_pipeline(bin_corpora, tmp_path_factory, demo_vocab):
+def test_corrupted_bin_through_the_pipeline(made_corpus, tmp_path_factory, demo_vocab):
   """Broken framing is a DataError at start-up; otherwise the pipeline delivers exactly the
   records the reader accepts, with the same skips."""
-  corpus = bin_corpora["made"]
+  corpus = made_corpus
   path = str(tmp_path_factory.mktemp("pipeline_bin") / "corrupt.bin")
 
   @_settings(6)
@@ -616,11 +620,11 @@ def test_corrupted_bin_through_the_pipeline(bin_corpora, tmp_path_factory, demo_
   check()  # pylint: disable=no-value-for-parameter
 
 
-def test_file_cut_short_after_start_up_is_a_data_error_not_a_tf_error(bin_corpora, tmp_path,
+def test_file_cut_short_after_start_up_is_a_data_error_not_a_tf_error(vietnews_corpus, tmp_path,
                                                                       demo_vocab):
   """Framing is checked at start-up; a file that breaks afterwards (another process truncating
   it) must still end in a DataError naming it, through source.raise_if_failed()."""
-  corpus = bin_corpora["vietnews"]
+  corpus = vietnews_corpus
   path = tmp_path / "shrinks.bin"
   path.write_bytes(corpus.blob)
   hps = config.HParams(single_pass=True, batch_size=2, max_enc_steps=50, max_dec_steps=10)
@@ -635,9 +639,9 @@ def test_file_cut_short_after_start_up_is_a_data_error_not_a_tf_error(bin_corpor
     source.raise_if_failed()
 
 
-def test_bin_file_replaced_by_garbage_after_start_up(tmp_path, demo_vocab, bin_corpora):
+def test_bin_file_replaced_by_garbage_after_start_up(tmp_path, demo_vocab, made_corpus):
   path = tmp_path / "garbage.bin"
-  path.write_bytes(bin_corpora["made"].blob)
+  path.write_bytes(made_corpus.blob)
   hps = config.HParams(single_pass=True, batch_size=2, max_enc_steps=50, max_dec_steps=10)
   source = data.RecordSource(str(path), single_pass=True)
   dataset = data.make_dataset(source, demo_vocab.lookup_table(), len(demo_vocab), hps)

@@ -257,6 +257,44 @@ def test_many_oovs_warn_with_the_rate_vocab_and_tokenization(hf_data, caplog, to
   assert rate == 0 and not caplog.records
 
 
+@pytest.mark.parametrize("vocab_size", [2000, 0])
+def test_oov_warning_names_vocab_size_when_the_whole_file_would_leave_far_fewer(
+    vietnews, caplog, vocab_size):
+  """Vietnews with its own vocab cut to 2000 entries: about a quarter of the tokens are unknown
+  because of the cut, not the tokenisation; with the whole file nothing is warned."""
+  data_path = str(vietnews / "chunked" / "val_*")
+  vocab_path = str(vietnews / "vocab")
+  hps = config.HParams(data_path=data_path, vocab_path=vocab_path, vocab_size=vocab_size)
+  vocab = vocab_lib.Vocab.from_file(vocab_path, vocab_size)
+  # Independently: the vocab file's words (bytes split at ASCII whitespace, as TensorFlow and
+  # the .bin data), the first 2000 - 4 specials or all, against the truncated articles' tokens.
+  with open(vocab_path, "rb") as f:
+    words = [line.split()[0] for line in f]
+  examples = records.read_records(records.expand_glob(data_path), "auto", records.SkipCounter())
+  tokens = [t for _, r in zip(range(data.OOV_CHECK_EXAMPLES), examples)
+            for t in r.article.encode("utf-8").split()[:hps.max_enc_steps]]
+
+  def oov_rate(known):
+    known = set(known)
+    return sum(t not in known for t in tokens) / len(tokens)
+
+  cut, whole = oov_rate(words[:2000 - 4]), oov_rate(words)
+  assert cut > data.OOV_WARNING_RATE and whole < cut / 2  # the issue's case: 24.5 % on train
+  with caplog.at_level("WARNING"):
+    rate = data.warn_if_many_oovs(hps, vocab)
+  warnings = [m for m in caplog.messages if "out of the vocabulary" in m]
+  if vocab_size == 0:
+    assert rate == pytest.approx(whole, abs=1e-12) and warnings == []
+    return
+  assert rate == pytest.approx(cut, abs=1e-12)
+  assert warnings == [
+      f"{100 * cut:.1f} % of the article tokens of the first examples (up to "
+      f"{data.OOV_CHECK_EXAMPLES}) of --data_path={data_path} are out of the vocabulary "
+      f"{vocab_path} as cut by --vocab_size=2000; the whole file ({len(words) + 4} entries, "
+      f"--vocab_size=0) would leave {100 * whole:.1f} %: a larger --vocab_size makes fewer words "
+      "unknown."]
+
+
 _HOLD_LOCK = """
 import sys, time
 from pointer_gen import run_lock
@@ -333,7 +371,7 @@ def test_eval_ends_after_the_trainers_final_checkpoint(hf_data, trained, capsys)
     signal.signal(signal.SIGALRM, previous)
   assert code == 0, err
   # It returned by itself (today's eval waits for a newer checkpoint until the alarm).
-  assert "Scored 1 checkpoints" in out
+  assert "Scored 1 checkpoint; best model: " in out
 
 
 def test_a_checkpoint_that_does_not_fit_ends_with_the_error(hf_data, trained, caplog):

@@ -36,7 +36,7 @@ FLAGS = [f"--{k}={v}" for k, v in MODEL.items()] + [
     "--exp_name=run", "--batch_size=4", "--max_enc_steps=40", "--max_dec_steps=10",
     "--min_dec_steps=2", "--beam_size=2", "--seed=1"]
 # Each op on one thread: the processes of this module run side by side on a shared machine.
-ENV = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
+ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 STOP_LIMIT_SECS = 10  # the issue's bound
 START_TIMEOUT_SECS = 240
 # What a shell does to a background job before exec (`cmd &` without job control).
@@ -84,12 +84,14 @@ def _stop(root, train_dir, args, pause, signal_at, count, signame):
   """Starts `python -m pointer_gen.run args` on a copy of `train_dir` (or an empty train dir),
   sends `signame` once the log line `signal_at` appeared `count` times, and waits for the process
   to end (killed after 30 s). Returns its run dir, exit code, seconds from the signal to the
-  exit, and stderr; or an error if the moment never came."""
+  exit, stderr, and the autograph files in its temporary directory before the signal and after
+  the exit; or an error if the moment never came."""
   if train_dir:
     shutil.copytree(train_dir, root / "run" / "train")
   else:
     (root / "run" / "train").mkdir(parents=True)
-  env = dict(ENV)
+  (root / "tmp").mkdir()
+  env = {**os.environ, **ONE_THREAD, "TMPDIR": str(root / "tmp")}
   if pause:
     env["POINTER_GEN_TESTING_PAUSE_AT"] = pause
   err_path = root / "stderr"
@@ -104,6 +106,7 @@ def _stop(root, train_dir, args, pause, signal_at, count, signame):
       process.wait()
       return {"error": f"no {signal_at!r} x{count}:\n{_text(err_path)[-3000:]}"}
     time.sleep(0.05)
+  autograph_before = _autograph_files(root / "tmp")
   process.send_signal(getattr(signal, signame))
   sent = time.time()
   try:
@@ -112,7 +115,13 @@ def _stop(root, train_dir, args, pause, signal_at, count, signame):
     process.kill()
     code = "killed after 30 s"
   return {"run": root / "run", "code": code, "seconds": time.time() - sent,
-          "stderr": _text(err_path)}
+          "stderr": _text(err_path), "autograph_before": autograph_before,
+          "autograph_after": _autograph_files(root / "tmp")}
+
+
+def _autograph_files(directory):
+  """The source files TensorFlow's autograph wrote for the functions it converted."""
+  return sorted(p.name for p in directory.glob("__autograph_generated_file*"))
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +158,10 @@ def _assert_clean_stop(result, signame):
   assert result["stderr"].count("Stopping on") == 1, result["stderr"][-3000:]
   assert f"Stopping on {signame}." in result["stderr"]
   assert project_error_lines(result["stderr"]) == []
+  # The stop ends the process with os._exit, which skips the atexit handlers through which
+  # autograph deletes its files: the stop deletes them.
+  assert result["autograph_before"], "no autograph file to delete: the check would be empty"
+  assert result["autograph_after"] == []
 
 
 @pytest.mark.parametrize("signame", SIGNALS)
@@ -206,7 +219,7 @@ def _target(tmp_path, *args):
   with open(out_path, "w") as out, open(err_path, "w") as err:
     process = subprocess.Popen(
         [*AS_BACKGROUND_JOB, sys.executable, str(REPO / "tests" / "helpers" / "stop_target.py"),
-         *map(str, args)], cwd=REPO, env=ENV, stdout=out, stderr=err)
+         *map(str, args)], cwd=REPO, env={**os.environ, **ONE_THREAD}, stdout=out, stderr=err)
   deadline = time.time() + 60
   while "ready" not in _text(out_path):
     assert process.poll() is None and time.time() < deadline, _text(err_path)

@@ -28,6 +28,7 @@ def test_help_lists_flags_by_mode_with_defaults(capsys):
   assert "--beam_size (default: 4)" in sections["Decode (--mode=decode)"]
   assert "--max_attn_vis_files (default: 100)" in sections["Decode (--mode=decode)"]
   assert "--num_train_steps (default: 0)" in sections["Train (--mode=train)"]
+  assert "--log_every_n_steps (default: 100)" in sections["Train (--mode=train)"]
   assert "--[no]coverage (default: false)" in sections["Common and model (every mode)"]
   assert "--export_dir (default: '')" in sections["Export (--mode=export)"]
   assert "--eval_poll_secs (default: 5.0)" in sections["Eval (--mode=eval)"]

@@ -15,6 +15,10 @@ A `--mode=eval` process runs on the same run directory throughout. After every k
   every tensor reads, the state file names existing checkpoints, events files parse;
 - the eval process is still running.
 
+Each process has a temporary directory of its own, deleted once it ended: the files the killed
+ones left there are counted (`temp_files_of_killed_runs`), as are those left by the stops at the
+end, which must be none (`temp_files_after_stops`).
+
 At the end training is resumed once more and stopped with SIGTERM, eval is stopped with SIGINT
 (each must exit 0 with no traceback within STOP_TIMEOUT_SECS; the seconds are reported), and
 eval/ is checked like train/. Then tests/test_fuzz.py runs with --fuzz_scale times its examples
@@ -29,6 +33,7 @@ import os
 import pathlib
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -71,15 +76,26 @@ def _log_time(stamp):
 
 
 class _Process:
-  """One `python -m pointer_gen.run` with its output in a log file."""
+  """One `python -m pointer_gen.run` with its output in a log file and a temporary directory
+  (TMPDIR) of its own: a killed process cannot delete its temporary files (TensorFlow's
+  autograph writes one per converted function), `remove_tmpdir` does."""
 
   def __init__(self, workdir, name, args):
     self.log_path = os.path.join(workdir, "logs", f"{name}.log")
+    self.tmpdir = os.path.join(workdir, "tmp", name)
     os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+    os.makedirs(self.tmpdir)
     with open(self.log_path, "w", encoding="utf-8") as log:
       self.proc = subprocess.Popen([sys.executable, "-m", "pointer_gen.run", *args], stdout=log,
                                    stderr=subprocess.STDOUT, cwd=workdir,
-                                   env={**os.environ, **_ENV})
+                                   env={**os.environ, **_ENV, "TMPDIR": self.tmpdir})
+
+  def remove_tmpdir(self):
+    """Once the process has ended: deletes its temporary directory; returns how many files it
+    had left there."""
+    left = sum(len(files) for _, _, files in os.walk(self.tmpdir))
+    shutil.rmtree(self.tmpdir)
+    return left
 
   def log(self):
     with open(self.log_path, encoding="utf-8", errors="replace") as f:
@@ -205,13 +221,15 @@ def kill_soak(workdir, kills, seed, report=print):
   summary = {"kills": 0, "kills_during_checkpoint_write": 0, "kills_survived": 0, "resumes": 0,
              "max_step_regression": 0, "files_checked": 0, "checkpoints_loaded": 0,
              "events_cut_at_end": 0, "unreadable_files": [], "debris_seen": 0,
-             "debris_at_end": [], "eval_failures": 0}
+             "debris_at_end": [], "eval_failures": 0, "temp_files_of_killed_runs": 0,
+             "temp_files_after_stops": 0}
   previous = None  # (last step logged, last step saved, lost-steps bound) of the killed run
   try:
     for k in range(kills + 1):
+      # A log line per step: the steps trained before a kill are counted from them.
       trainer = _Process(workdir, f"train-{k:03d}", [
           "--mode=train", f"--data_path={corpus['train']}",
-          f"--checkpoint_secs={CHECKPOINT_SECS}", *run_flags])
+          f"--checkpoint_secs={CHECKPOINT_SECS}", "--log_every_n_steps=1", *run_flags])
       text = trainer.wait_for(r"\] step \d+: ")
       restored = _RESTORED.search(text)
       resumed_at = int(restored.group(1)) if restored else 0
@@ -231,11 +249,13 @@ def kill_soak(workdir, kills, seed, report=print):
         # The survivor: a few more steps, then a clean stop that must save and exit 0.
         trainer.wait_for(rf"\] step {resumed_at + 3}: ")
         code, summary["train_stop_secs"] = _stop(trainer, signal.SIGTERM)
+        summary["temp_files_after_stops"] += trainer.remove_tmpdir()
         if code != 0 or "Traceback" in trainer.log():
           raise SoakError(f"{trainer.log_path}: the last run did not stop cleanly on SIGTERM "
                           f"(ended with {code})")
         break
       moment, killed_at = _kill(trainer, train_dir, rng, during_save=k % 2 == 0)
+      summary["temp_files_of_killed_runs"] += trainer.remove_tmpdir()
       summary["kills"] += 1
       summary["kills_during_checkpoint_write"] += moment == "during a checkpoint write"
       previous = _killed_run(trainer.log(), resumed_at, killed_at)
@@ -251,10 +271,14 @@ def kill_soak(workdir, kills, seed, report=print):
              f"{checked['debris'] or 'none'}")
   finally:
     code, summary["eval_stop_secs"] = _stop(evaluator, signal.SIGINT)
+    summary["temp_files_after_stops"] += evaluator.remove_tmpdir()
   log = evaluator.log()
   if code != 0 or "Traceback" in log:
     summary["eval_failures"] += 1
     raise SoakError(f"{evaluator.log_path}: eval ended with {code}:\n{log[-3000:]}")
+  if summary["temp_files_after_stops"]:
+    raise SoakError(f"the stopped processes left {summary['temp_files_after_stops']} temporary "
+                    "files (autograph's, which a stop deletes)")
   summary["eval_checkpoints_scored"] = len(re.findall(r"\] eval step \d+", log))
   for directory in (train_dir, eval_dir):
     checked = check_dir(directory)
