@@ -9,6 +9,7 @@ Files and examples:
   records              examples in the original's chunked `.bin` and in JSONL; bad records
   vocab                the original's vocab file and the `.tokenization.json` beside it
   text                 tokenisation as TensorFlow ops, shared by training and serving
+  ptb                  `--tokenizer=ptb`: CoreNLP 3.7.0's PTBTokenizer as RE2 rewrites
 Batches:
   data                 the input pipeline: records -> id tensors -> padded, bucketed batches
 The model:
@@ -18,7 +19,7 @@ The model:
 The loss:
   losses               masked NLL (pointer or baseline form) and the coverage loss
 Training:
-  train                `--mode=train`: the loop, checkpoints, summaries, non-finite guard
+  train                `--mode=train`: the loop, checkpoints, TensorBoard, non-finite guard
   evaluate             `--mode=eval`: scores checkpoints on validation data, keeps the best
 Decoding and serving:
   beam_search          the original's beam search, compiled: many articles x beams a step
@@ -30,16 +31,17 @@ The plumbing:
   run                  the entry point: settles the flags into HParams, runs the mode
   config               the flags (the original's names, defaults) and the HParams from them
   usage                `--help`: the project's flags grouped by the mode that reads them
-  run_config           `<run>/run_config.json`: the model's settings, which every mode follows
+  run_record           `<run>/run_config.json`: the model's settings, which every mode follows
   run_lock             one trainer per run directory: the flock on `<run>/trainer.lock`
   checkpoints          where checkpoints live; how every mode finds and restores them
-  checkpoint_utils     `--convert_to_coverage_model` and `--restore_best_model`
+  train_utilities      `--convert_to_coverage_model` and `--restore_best_model`
   tf1_checkpoint       reads the original TF1 code's checkpoints into a run
   precision            `--precision`: the Keras dtype policy, float32 or mixed_bfloat16
   distribute           `--strategy`: one device, local GPUs, many workers, TPU
-  summaries            TensorBoard scalars written with core TensorFlow alone
+  tensorboard_log      TensorBoard scalars written with core TensorFlow alone
   stopping             Ctrl-C and SIGTERM as one clean stop between steps
-  metrics              ROUGE with intervals, n-gram figures, result files (no TensorFlow)
+  metrics              ROUGE with intervals, n-gram figures (no TensorFlow)
+  files                atomic writes: a reader sees the old file or the complete new one
   errors               the errors for bad user input, naming the file, record or flag
   demo_data            the built-in demo corpus, generated in the `.bin` format
 

@@ -247,8 +247,8 @@ def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, m
                       compiled_attention)
   memory, search = start(model, enc_input, enc_len, enc_input_ext, settings)
   (final,) = tf.while_loop(
-      lambda v: tf.reduce_any(~finished(v, settings)),
-      lambda v: (advance(model, memory, v, max_oovs, settings),), (search,),
+      lambda search: tf.reduce_any(~finished(search, settings)),
+      lambda search: (advance(model, memory, search, max_oovs, settings),), (search,),
       maximum_iterations=max_dec_steps)
   return winners(final, settings)
 
@@ -322,12 +322,12 @@ def search_state(state, articles, length, settings, step=0):
   return search
 
 
-def finished(v, settings):
+def finished(search, settings):
   """[N] bool: the articles whose search has ended (max_dec_steps or beam_size results)."""
-  return (v["step"] >= settings.max_dec_steps) | (v["num_done"] >= settings.beam_size)
+  return (search["step"] >= settings.max_dec_steps) | (search["num_done"] >= settings.beam_size)
 
 
-def advance(model, memory, v, max_oovs, settings):
+def advance(model, memory, search, max_oovs, settings):
   """One decoder step of every article whose search has not ended; the others stay as they are.
 
   Each article has its own step counter, so articles that started at different times (a
@@ -335,16 +335,16 @@ def advance(model, memory, v, max_oovs, settings):
   """
   k, steps = settings.beam_size, settings.max_dec_steps
   vocab_size = model.vocab_size
-  articles = tf.shape(v["num_done"])[0]
-  step = v["step"]  # [N]
-  dtype = v["live_sum"].dtype
-  previous = tf.gather(v["live_tokens"], tf.maximum(step - 1, 0), axis=2,
+  articles = tf.shape(search["num_done"])[0]
+  step = search["step"]  # [N]
+  dtype = search["live_sum"].dtype
+  previous = tf.gather(search["live_tokens"], tf.maximum(step - 1, 0), axis=2,
                        batch_dims=1)  # [N, K]
   previous = tf.where((step > 0)[:, None], previous, vocab_lib.START_ID)  # [N, K]
   # Temporary article-OOV ids are fed back as [UNK]: the embedding only knows the vocab.
   previous = tf.where(previous >= vocab_size, vocab_lib.UNK_ID, previous)
   (output, context, attn, p_gen), new_state = model.cell(
-      model.embedding(_merge(previous)), v["state"], memory["features"], memory["states"],
+      model.embedding(_merge(previous)), search["state"], memory["features"], memory["states"],
       memory["mask"], compiled_scores=settings.compiled_attention,
       beams=k if settings.compiled_attention else 1)
   vocab_logits = model.cell.vocab_logits(output, context)  # [N*K, V]
@@ -353,7 +353,7 @@ def advance(model, memory, v, max_oovs, settings):
     vocab_probs = tf.nn.softmax(vocab_logits)  # [N*K, V]
     dist = vocab_probs if p_gen is None else layers.final_distribution(
         vocab_probs, attn, p_gen, memory["ext_ids"], max_oovs)  # [N*K, V(+N)]
-    dist = _block_repeats(dist, _merge(v["live_tokens"]), tf.repeat(step, k),
+    dist = _block_repeats(dist, _merge(search["live_tokens"]), tf.repeat(step, k),
                           settings.block_ngram_repeat)
     top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
   else:
@@ -364,7 +364,7 @@ def advance(model, memory, v, max_oovs, settings):
   top_logp = _split(tf.math.log(top_probs), articles, k)  # [N, K, 2K]
   top_ids = _split(top_ids, articles, k)  # [N, K, 2K]
 
-  cand_sum = v["live_sum"][:, :, None] + top_logp  # [N, K, 2K]
+  cand_sum = search["live_sum"][:, :, None] + top_logp  # [N, K, 2K]
   # At step 0 every hypothesis is the same [START]: only the first one proposes.
   proposes = (step > 0)[:, None] | (tf.range(k) == 0)[None, :]  # [N, K]
   proposes = tf.broadcast_to(proposes[:, :, None], tf.shape(cand_sum))  # [N, K, 2K]
@@ -385,7 +385,7 @@ def advance(model, memory, v, max_oovs, settings):
   is_live = tf.logical_not(is_stop) & valid
   accept_stop = is_stop & valid & (step >= settings.min_dec_steps)[:, None]
   live_count = tf.cumsum(tf.cast(is_live, tf.int32), axis=1)  # [N, C]
-  done_count = v["num_done"][:, None] + tf.cumsum(tf.cast(accept_stop, tf.int32), axis=1)
+  done_count = search["num_done"][:, None] + tf.cumsum(tf.cast(accept_stop, tf.int32), axis=1)
   # The visit stops right after the candidate that fills the beam or the results.
   full = (live_count >= k) | (done_count >= k)  # [N, C]
   visited = tf.cumsum(tf.cast(full, tf.int32), axis=1, exclusive=True) == 0
@@ -400,13 +400,13 @@ def advance(model, memory, v, max_oovs, settings):
   def extend(parents, tokens):
     """History of the hypotheses `parents` [N, M] extended by this step's `tokens` [N, M]."""
     out = {
-        "tokens": (_gather_beams(v["live_tokens"], parents) * (1 - step_ids)
+        "tokens": (_gather_beams(search["live_tokens"], parents) * (1 - step_ids)
                    + tokens[:, :, None] * step_ids),  # [N, M, T]
-        "p_gens": (_gather_beams(v["live_p_gens"], parents) * (1.0 - step_mask)
+        "p_gens": (_gather_beams(search["live_p_gens"], parents) * (1.0 - step_mask)
                    + _gather_beams(p_gen, parents)[:, :, None] * step_mask),  # [N, M, T]
     }
     if settings.keep_attention:
-      out["attn"] = (_gather_beams(v["live_attn"], parents) * (1.0 - step_mask)[..., None]
+      out["attn"] = (_gather_beams(search["live_attn"], parents) * (1.0 - step_mask)[..., None]
                      + _gather_beams(attn, parents)[:, :, None, :]
                      * step_mask[..., None])  # [N, M, T, L]
     return out
@@ -416,7 +416,7 @@ def advance(model, memory, v, max_oovs, settings):
   live_pick = tf.math.top_k(-live_rank, k).indices  # [N, K] positions in visiting order
   parent = _gather_beams(order_parent, live_pick)  # [N, K]
   live = extend(parent, _gather_beams(order_ids, live_pick))
-  out = dict(v)
+  out = dict(search)
   flat_parent = _merge(parent + tf.range(articles)[:, None] * k)  # [N*K] rows of N*K
   out["state"] = tuple(tf.gather(s, flat_parent) for s in new_state)
   out["live_sum"] = _gather_beams(order_sum, live_pick)
@@ -434,18 +434,18 @@ def advance(model, memory, v, max_oovs, settings):
   done["score"] = _gather_beams(order_score, source)
   done["len"] = tf.broadcast_to((step + 1)[:, None], [articles, k])
   for name, value in done.items():
-    old = v["done_" + name]
+    old = search["done_" + name]
     out["done_" + name] = tf.where(_expand_to(filled, old), value, old)
-  out["num_done"] = v["num_done"] + tf.reduce_sum(tf.cast(new_done, tf.int32), axis=1)
+  out["num_done"] = search["num_done"] + tf.reduce_sum(tf.cast(new_done, tf.int32), axis=1)
   out["step"] = step + 1
 
   # Ended searches keep everything: their step, results and live hypotheses.
-  running = ~finished(v, settings)  # [N]
+  running = ~finished(search, settings)  # [N]
   rows = tf.repeat(running, k)  # [N*K]
-  kept = {name: tf.where(_expand_to(running, v[name]), value, v[name])
+  kept = {name: tf.where(_expand_to(running, search[name]), value, search[name])
           for name, value in out.items() if name != "state"}
   kept["state"] = tuple(tf.where(_expand_to(rows, old), new, old)
-                        for new, old in zip(out["state"], v["state"]))
+                        for new, old in zip(out["state"], search["state"]))
   return kept
 
 
@@ -456,12 +456,13 @@ def _expand_to(condition, tensor):
   return tf.reshape(condition, shape)
 
 
-def winners(v, settings):
+def winners(search, settings):
   """Best result per article by average log-probability; the live beam if none finished."""
-  has_done = v["num_done"] > 0  # [N]
-  steps = v["step"]  # [N]
-  live_score = _score(v["live_sum"], steps[:, None] + 1, settings.length_penalty_alpha)  # [N, K]
-  score = tf.where(has_done[:, None], v["done_score"], live_score)  # [N, K]
+  has_done = search["num_done"] > 0  # [N]
+  steps = search["step"]  # [N]
+  live_score = _score(search["live_sum"], steps[:, None] + 1,
+                      settings.length_penalty_alpha)  # [N, K]
+  score = tf.where(has_done[:, None], search["done_score"], live_score)  # [N, K]
   # Live hypotheses are already in visiting (best-first) order; results are not.
   best = tf.argmax(score, axis=1, output_type=tf.int32)  # [N]; ties: the first
 
@@ -471,12 +472,13 @@ def winners(v, settings):
     return tf.where(_expand_to(has_done, chosen_done), chosen_done, chosen_live)
 
   result = {
-      "tokens": pick(v["done_tokens"], v["live_tokens"]),
-      "length": pick(v["done_len"], tf.broadcast_to(steps[:, None], tf.shape(v["done_len"]))),
+      "tokens": pick(search["done_tokens"], search["live_tokens"]),
+      "length": pick(search["done_len"],
+                     tf.broadcast_to(steps[:, None], tf.shape(search["done_len"]))),
       "score": tf.gather(score, best, batch_dims=1),
-      "log_prob": pick(v["done_sum"], v["live_sum"]),
-      "p_gens": pick(v["done_p_gens"], v["live_p_gens"]),
+      "log_prob": pick(search["done_sum"], search["live_sum"]),
+      "p_gens": pick(search["done_p_gens"], search["live_p_gens"]),
   }
   if settings.keep_attention:
-    result["attn"] = pick(v["done_attn"], v["live_attn"])
+    result["attn"] = pick(search["done_attn"], search["live_attn"])
   return result

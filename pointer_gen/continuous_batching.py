@@ -130,14 +130,15 @@ class SlotDecoder:
     and every search's current winner."""
     ended_before = tf.reduce_sum(tf.cast(beam_search.finished(search, self.settings), tf.int32))
 
-    def running(v):
-      ended = beam_search.finished(v, self.settings)
+    def running(search):
+      ended = beam_search.finished(search, self.settings)
       return tf.reduce_any(~ended) & tf.equal(tf.reduce_sum(tf.cast(ended, tf.int32)),
                                               ended_before)
 
     (search,) = tf.while_loop(
         running,
-        lambda v: (beam_search.advance(self.model, memory, v, max_oovs, self.settings),),
+        lambda search: (beam_search.advance(self.model, memory, search, max_oovs,
+                                            self.settings),),
         (search,), maximum_iterations=self.settings.max_dec_steps)
     return search, beam_search.winners(search, self.settings)
 

@@ -324,7 +324,7 @@ def _marked(words, oovs):
   return " ".join(f"__{w}__" if w in oovs else w for w in words)
 
 
-class ContinuousDecoder:
+class CheckpointFollowingDecoder:
   """The original's non-single-pass decode: random examples forever, newest checkpoint every
   RELOAD_SECS, a log of each, and the attention-visualisation JSON."""
 
@@ -411,6 +411,6 @@ def run(hps, vocab):
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   checkpoints.restore_weights(model, ckpt_path)
-  decoder_class = SinglePassDecoder if hps.single_pass else ContinuousDecoder
+  decoder_class = SinglePassDecoder if hps.single_pass else CheckpointFollowingDecoder
   with stopping.until_stopped():
     return decoder_class(hps, vocab, model, ckpt_path).run()

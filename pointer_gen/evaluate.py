@@ -29,9 +29,9 @@ from pointer_gen import data
 from pointer_gen import files
 from pointer_gen import losses
 from pointer_gen import model as model_lib
-from pointer_gen import run_config
+from pointer_gen import run_record
 from pointer_gen import stopping
-from pointer_gen import summaries
+from pointer_gen import tensorboard_log
 from pointer_gen.errors import DataError
 from pointer_gen.errors import make_output_dir
 
@@ -151,7 +151,7 @@ class ConcurrentEvaluator:
           self._score_checkpoint(step, batches, writer)
           self.num_scored += 1
           # The trainer records where it stops (it may have been restarted with another value).
-          final_step = hps.num_train_steps or run_config.recorded_num_train_steps(hps.run_dir)
+          final_step = hps.num_train_steps or run_record.recorded_num_train_steps(hps.run_dir)
           if final_step and step >= final_step:
             logging.info("Scored the checkpoint of step %d, where training stops "
                          "(num_train_steps=%d); stopping.", step, final_step)
@@ -210,10 +210,10 @@ class ConcurrentEvaluator:
       # convert_to_coverage_model, after which the coverage term appears.
       new_best |= self.selector.update(loss)
       with writer.as_default():
-        summaries.scalar("loss", loss, step)
-        summaries.scalar("running_avg_loss", self.selector.running_avg, step)
+        tensorboard_log.scalar("loss", loss, step)
+        tensorboard_log.scalar("running_avg_loss", self.selector.running_avg, step)
         if hps.coverage:
-          summaries.scalar("coverage_loss", scalars["coverage_loss"], step)
+          tensorboard_log.scalar("coverage_loss", scalars["coverage_loss"], step)
       scored.append((loss, float(scalars["coverage_loss"]) if hps.coverage else 0.0))
       if stopping.requested():
         break

@@ -17,7 +17,6 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from pointer_gen import checkpoint_utils
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
@@ -27,9 +26,10 @@ from pointer_gen import distribute
 from pointer_gen import evaluate
 from pointer_gen import export
 from pointer_gen import records
-from pointer_gen import run_config
 from pointer_gen import run_lock
+from pointer_gen import run_record
 from pointer_gen import train
+from pointer_gen import train_utilities
 from pointer_gen import usage
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -53,13 +53,13 @@ def resolve_data(hps, given=frozenset()):
     return hps  # export reads only the vocab, no data
   demo_dir = os.path.join(hps.log_root or "runs", "demo_data")
   demo_vocab = demo_data.demo_vocab_path(demo_dir)
-  recorded = run_config.read(hps.run_dir)
+  recorded = run_record.read(hps.run_dir)
   if "vocab_path" in given and not recorded:
     raise DataError("--vocab_path was given without --data_path; give both, or neither to "
                     "use the demo corpus")
   if ("vocab_path" not in given and hps.vocab_path
       and os.path.abspath(hps.vocab_path) != os.path.abspath(demo_vocab)):
-    raise DataError(f"--data_path is required: {run_config.path_in(hps.run_dir)} says this run "
+    raise DataError(f"--data_path is required: {run_record.path_in(hps.run_dir)} says this run "
                     f"was trained with the vocab {hps.vocab_path}, not on the demo corpus")
   corpus = demo_data.ensure_demo_corpus(demo_dir)
   if "vocab_path" in given:
@@ -74,9 +74,9 @@ def resolve_data(hps, given=frozenset()):
 
 def _check_is_demo_run(hps, recorded, demo_vocab):
   expected = recorded.get("vocab_sha256")
-  if expected and run_config.file_checksum(demo_vocab) != expected:
-    vocab = run_config.recorded_vocab_path(hps.run_dir, recorded)
-    raise DataError(f"--data_path is required: {run_config.path_in(hps.run_dir)} says this run "
+  if expected and run_record.file_checksum(demo_vocab) != expected:
+    vocab = run_record.recorded_vocab_path(hps.run_dir, recorded)
+    raise DataError(f"--data_path is required: {run_record.path_in(hps.run_dir)} says this run "
                     f"was trained with the vocab {vocab} (sha256 {expected}), not on the demo "
                     f"corpus (vocab {demo_vocab})")
 
@@ -108,8 +108,8 @@ def settle_hparams(flag_values):
     evaluate.wait_for_train_dir(hps)  # started with its trainer, it needs the trainer's record
   # A train dir without a checkpoint holds no model yet: training it (re)writes the record.
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
-    changeable = run_config.CHANGEABLE_BY_TRAIN if hps.mode == "train" else ()
-    hps = run_config.reconcile(hps, given, changeable)
+    changeable = run_record.CHANGEABLE_BY_TRAIN if hps.mode == "train" else ()
+    hps = run_record.reconcile(hps, given, changeable)
     # The conversion reads a model without coverage and writes one with it (--coverage).
     path = None if hps.convert_to_coverage_model else checkpoint_to_load(hps)
     if path:
@@ -127,11 +127,11 @@ def run_train(hps, vocab, strategy):
     # a resumed run's after the restore, so that a checkpoint not fitting the flags fails first.
     resumed = checkpoints.newest(hps.train_dir)
     if chief and not resumed:
-      run_config.write(hps, new_run=True)
+      run_record.write(hps, new_run=True)
     trainer = train.Trainer(hps, vocab, strategy)
     trainer.restore()
     if chief and resumed:
-      run_config.write(hps)
+      run_record.write(hps)
     history = trainer.train(restored=True)
   if history:
     print(_curve_summary(history))
@@ -146,13 +146,13 @@ def run_checkpoint_utility(hps, vocab):
     raise DataError("--convert_to_coverage_model and --restore_best_model: give one at a time")
   with run_lock.held(hps.run_dir, "checkpoint utility"):
     if hps.convert_to_coverage_model:
-      path = checkpoint_utils.convert_to_coverage_model(hps, len(vocab))
+      path = train_utilities.convert_to_coverage_model(hps, len(vocab))
       _record_phase(hps, path, "convert_to_coverage_model")
       print(f"Wrote the coverage model {path} (fresh w_c and optimizer); train on with "
             "--coverage")
     else:
       source = checkpoints.newest(hps.eval_dir)
-      path = checkpoint_utils.restore_best_model(hps, len(vocab))
+      path = train_utilities.restore_best_model(hps, len(vocab))
       _record_phase(hps, path, "restore_best_model")
       if hps.coverage:
         print(f"Wrote the best model {source} (with coverage) as {path}, the newest checkpoint "
@@ -165,7 +165,7 @@ def run_checkpoint_utility(hps, vocab):
 
 def _record_phase(hps, path, how):
   """The run's record follows the model a utility wrote (its coverage, the phase it begins)."""
-  run_config.write(hps, run_config.recorded_num_train_steps(hps.run_dir),
+  run_record.write(hps, run_record.recorded_num_train_steps(hps.run_dir),
                    phase_begins=(checkpoints.step_of(path), how))
 
 

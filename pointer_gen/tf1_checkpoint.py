@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from pointer_gen import checkpoints
 from pointer_gen import model as model_lib
-from pointer_gen import run_config
+from pointer_gen import run_record
 from pointer_gen import train
 from pointer_gen.errors import DataError
 
@@ -331,6 +331,6 @@ def convert_to_run(hps, vocab, prefix, drop_optimizer_state=False):
   manager = tf.train.CheckpointManager(checkpoint, train_dir, max_to_keep=checkpoints.MAX_TO_KEEP,
                                        checkpoint_name=checkpoints.CHECKPOINT_NAME)
   path = manager.save(checkpoint_number=step)
-  run_config.write(hps)  # the modes that read the run build this model without repeating flags
+  run_record.write(hps)  # the modes that read the run build this model without repeating flags
   logging.info("Wrote %s (step %d) from %s.", path, step, prefix)
   return path, step

@@ -15,7 +15,7 @@ from pointer_gen import distribute
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import stopping
-from pointer_gen import summaries
+from pointer_gen import tensorboard_log
 from pointer_gen.errors import OutputError
 
 
@@ -322,8 +322,8 @@ class Trainer:
     with _writing(self.hps.train_dir, "TensorBoard summaries"), writer.as_default():
       for name in ("loss", "coverage_loss", "total_loss", "global_norm", "p_gen_mean"):
         if name in scalars:
-          summaries.scalar(name, scalars[name], step)
-      summaries.scalar("steps_per_sec", 1.0 / max(seconds, 1e-9), step)
+          tensorboard_log.scalar(name, scalars[name], step)
+      tensorboard_log.scalar("steps_per_sec", 1.0 / max(seconds, 1e-9), step)
 
 
 class StepLog:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, load_tool
+from helpers import REPO, load_tool
 
 SCRIPT = REPO / "tools" / "attention_html.py"
 CHROMIUM = "/usr/bin/chromium"

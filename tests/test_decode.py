@@ -18,7 +18,7 @@ from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from conftest import load_tool
+from helpers import load_tool
 
 NUM_EXAMPLES = 12
 

@@ -15,11 +15,10 @@ from pointer_gen import model as model_lib
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 
-from conftest import REPO
+from helpers import REPO
+from helpers import distribute_common
 
 HELPERS = REPO / "tests" / "helpers"
-sys.path.insert(0, str(HELPERS))
-import distribute_common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 TOLERANCE = 2e-5
 

@@ -5,14 +5,13 @@ Docs that name a flag which was renamed, or a file which was moved, send a newco
 command into an error; this test makes such a change fail the suite instead.
 """
 
-import pathlib
 import re
 import shlex
 
 from absl import flags
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 # Flags absl defines for every program (absl.flags and absl.logging).
 ABSL_FLAGS = frozenset({

@@ -21,11 +21,11 @@ from pointer_gen import demo_data
 from pointer_gen import evaluate
 from pointer_gen import losses
 from pointer_gen import model as model_lib
-from pointer_gen import summaries
+from pointer_gen import tensorboard_log
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from conftest import REPO, project_error_lines, run_main
+from helpers import REPO, project_error_lines, run_main
 
 NUM_SAVES = 6
 MIN_SCORED = 3
@@ -113,7 +113,7 @@ def test_eval_beside_training_scores_new_checkpoints_and_keeps_the_best(concurre
   loaded = [int(s) for s in re.findall(r"Loaded weights from \S+model\.ckpt-(\d+)",
                                        run["eval.err"])]
   skipped = re.findall(r"Skipping \S+model\.ckpt-(\d+)", run["eval.err"])
-  scalars = summaries.read_scalars(str(eval_dir))
+  scalars = tensorboard_log.read_scalars(str(eval_dir))
   steps = [step for step, _ in scalars["loss"]]
   assert steps == loaded == sorted(set(loaded))
   assert set(steps) <= set(saved) and len(steps) >= MIN_SCORED
@@ -223,7 +223,7 @@ def test_one_line_per_checkpoint_with_the_means_of_its_batches(concurrent_run, t
   with caplog.at_level("INFO", logger="absl"):
     assert evaluate.ConcurrentEvaluator(hps, vocab).run() == 1
   [line] = [m for m in caplog.messages if m.startswith("eval step")]
-  scalars = summaries.read_scalars(hps.eval_dir)
+  scalars = tensorboard_log.read_scalars(hps.eval_dir)
   batch_losses = [value for step, value in scalars["loss"] if step == run["last_step"]]
   running = [value for _, value in scalars["running_avg_loss"]]
   assert len(batch_losses) == len(running) == 3

@@ -24,8 +24,8 @@ from pointer_gen import records
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from conftest import REPO
-from conftest import load_tool
+from helpers import REPO
+from helpers import load_tool
 
 NUM_EXAMPLES = 15
 DECODE_BATCH = 5

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from pointer_gen import kernels
 
-from conftest import np64 as _np
+from helpers import np64 as _np
 
 B, L, H = 3, 7, 4
 

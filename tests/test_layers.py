@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from pointer_gen import layers
 
-from conftest import np64, np_sigmoid, np_softmax
+from helpers import np64, np_sigmoid, np_softmax
 
 B, L, V, E, H = 3, 7, 11, 5, 4
 ENC_LEN = np.array([7, 4, 2])

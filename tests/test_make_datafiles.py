@@ -17,7 +17,7 @@ from absl import flags
 import pytest
 import tensorflow as tf
 
-from conftest import REPO, load_tool
+from helpers import REPO, load_tool
 from pointer_gen import records
 from pointer_gen.errors import DataError
 

@@ -7,7 +7,7 @@ import tensorflow as tf
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 
-from conftest import np64, np_sigmoid, np_softmax
+from helpers import np64, np_sigmoid, np_softmax
 
 V, E, H = 11, 5, 4
 ATOL = 1e-5

@@ -17,10 +17,10 @@ import tensorflow as tf
 from pointer_gen import checkpoints
 from pointer_gen import demo_data
 from pointer_gen import evaluate
-from pointer_gen import run_config
+from pointer_gen import run_record
 from pointer_gen import vocab as vocab_lib
 
-from conftest import REPO, project_error_lines, run_main, settle
+from helpers import REPO, project_error_lines, run_main, settle
 
 TINY = ("--vocab_size=519", "--hidden_dim=8", "--emb_dim=8", "--batch_size=2",
         "--max_enc_steps=30", "--max_dec_steps=6", "--seed=1", "--checkpoint_secs=1000")
@@ -75,7 +75,7 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):
   first_best = str(eval_dir / f"bestmodel-{FIRST_STEPS}")
   assert checkpoints.newest(str(eval_dir)) == first_best
   assert not checkpoints.has_coverage(first_best)
-  assert run_config.read(run_dir)["phases"] == [{"coverage": False, "from_step": 0,
+  assert run_record.read(run_dir)["phases"] == [{"coverage": False, "from_step": 0,
                                                  "by": "train"}]
 
   # An eval beside the first phase that is still waiting when the conversion comes.
@@ -97,7 +97,7 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):
           "compared the checkpoints without coverage and stops") in caplog.text
   assert checkpoints.newest(str(eval_dir)) == first_best
   del beside
-  recorded = run_config.read(run_dir)
+  recorded = run_record.read(run_dir)
   assert recorded["coverage"] is True
   assert recorded["phases"][1:] == [{"coverage": True, "from_step": FIRST_STEPS,
                                      "by": "convert_to_coverage_model"}]
@@ -143,7 +143,7 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):
       f"Wrote the best model {coverage_best} (with coverage) as {restored}, the newest "
       "checkpoint (fresh optimizer): training resumes from it")
   assert checkpoints.newest(str(train_dir)) == restored and checkpoints.has_coverage(restored)
-  assert run_config.read(run_dir)["coverage"] is True
+  assert run_record.read(run_dir)["coverage"] is True
   # Nothing written before is gone.
   for prefix in (first, converted, second, first_best, coverage_best):
     assert os.path.exists(prefix + ".index"), prefix
@@ -204,7 +204,7 @@ def test_a_run_decodes_after_its_checkout_moves(tmp_path, capsys, monkeypatch, d
   code, _, err = run_main(capsys, "--flagfile=flags/demo.cfg")
   assert code == 0, err
   # The demo's vocab lies in the run's log_root tree: recorded relative to the run directory.
-  assert run_config.read("runs/demo")["vocab_path"] == os.path.join("..", "demo_data", "vocab")
+  assert run_record.read("runs/demo")["vocab_path"] == os.path.join("..", "demo_data", "vocab")
 
   new = tmp_path / "new" / "checkout"
   new.parent.mkdir()
@@ -223,7 +223,7 @@ def test_a_run_decodes_after_its_checkout_moves(tmp_path, capsys, monkeypatch, d
 
   # A record written before relative paths (the vocab's absolute path, gone with the old
   # checkout) names the missing file; --vocab_path alone replaces it when the checksum agrees.
-  recorded = run_config.read("runs/demo")
+  recorded = run_record.read("runs/demo")
   gone = str(old / "runs" / "demo_data" / "vocab")
   recorded["vocab_path"] = gone
   with open("runs/demo/run_config.json", "w", encoding="utf-8") as f:

@@ -27,7 +27,7 @@ from pointer_gen import files
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 
-from conftest import load_tool
+from helpers import load_tool
 
 TINY = ("--vocab_size=519", "--hidden_dim=8", "--emb_dim=8", "--batch_size=4",
         "--max_enc_steps=40", "--max_dec_steps=10", "--seed=1")

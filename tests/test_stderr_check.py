@@ -4,7 +4,7 @@ TensorFlow's runtime, whose C++ notices differ between CPUs, builds and versions
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import project_error_lines
+from helpers import project_error_lines
 
 # What a run of `python -m pointer_gen.run` prints around its errors (from a real demo run).
 CLEAN_RUN = """\

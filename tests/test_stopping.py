@@ -28,7 +28,7 @@ from pointer_gen import demo_data
 from pointer_gen import model as model_lib
 from pointer_gen import stopping
 
-from conftest import REPO, load_tool, project_error_lines
+from helpers import REPO, load_tool, project_error_lines
 
 STEP = 4
 MODEL = {"vocab_size": 519, "hidden_dim": 8, "emb_dim": 8}

@@ -24,13 +24,13 @@ from pointer_gen import config
 from pointer_gen import layers
 from pointer_gen import losses
 from pointer_gen import model as model_lib
-from pointer_gen import run_config
+from pointer_gen import run_record
 from pointer_gen import tf1_checkpoint
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from conftest import run_tf1_reference
+from helpers import run_tf1_reference
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ATOL = 1e-5
@@ -282,13 +282,13 @@ def test_lstm_gates_reordered_and_forget_bias_folded_into_the_value_only(referen
 def test_conversion_records_the_run_config(reference, converted):
   """The other modes then build the converted model without repeating its flags."""
   hps, _ = converted
-  recorded = run_config.read(hps.run_dir)
+  recorded = run_record.read(hps.run_dir)
   assert {k: recorded[k] for k in ("hidden_dim", "emb_dim", "vocab_size", "pointer_gen",
                                    "coverage", "tokenizer", "lowercase", "vocab_path")} == {
       "hidden_dim": H, "emb_dim": E, "vocab_size": V, "pointer_gen": True, "coverage": True,
       "tokenizer": "whitespace", "lowercase": False,
       "vocab_path": os.path.abspath(reference["vocab"])}
-  decode_hps = run_config.reconcile(config.HParams(mode="decode", log_root=hps.log_root,
+  decode_hps = run_record.reconcile(config.HParams(mode="decode", log_root=hps.log_root,
                                                    exp_name=hps.exp_name), given=frozenset())
   assert (decode_hps.hidden_dim, decode_hps.emb_dim, decode_hps.coverage,
           decode_hps.vocab_path) == (H, E, True, os.path.abspath(reference["vocab"]))

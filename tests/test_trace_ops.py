@@ -6,7 +6,7 @@ import collections
 
 import tensorflow as tf
 
-from conftest import load_tool
+from helpers import load_tool
 
 XLA_CALLS = 3
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 from pointer_gen import config
 from pointer_gen import data
 from pointer_gen import demo_data
-from pointer_gen import summaries
+from pointer_gen import tensorboard_log
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -71,7 +71,7 @@ def test_one_line_every_n_steps_with_the_means_and_an_eta(corpus, tmp_path, capl
     assert abs(eta - left / float(match.group(7))) <= 1
   assert lines[-1].group(8, 9, 10) == ("0", "00", "00")
   # TensorBoard still gets every step, the same values.
-  scalars = summaries.read_scalars(hps.train_dir)
+  scalars = tensorboard_log.read_scalars(hps.train_dir)
   for key in ("loss", "coverage_loss", "p_gen_mean", "global_norm"):
     assert [step for step, _ in scalars[key]] == list(range(1, 8)), key
     assert [value for _, value in scalars[key]] == pytest.approx(

@@ -36,8 +36,6 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-  sys.path.insert(0, str(REPO))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
@@ -106,6 +104,8 @@ flags.DEFINE_integer("trained_articles", 256, "Articles decoded per trained-mode
 flags.DEFINE_integer("slots", 64, "Searches side by side in the continuous-batching decode rows "
                      "(untrained and trained).")
 flags.DEFINE_boolean("trained_only", False, "Only the trained-model decode rows.")
+flags.DEFINE_boolean("input_only", False, "Only the input rows: tokenisation throughput and the "
+                     "training step fed by its own input pipeline on .bin and on ptb JSONL.")
 
 PAPER = config.HParams(batch_size=16, max_enc_steps=400, max_dec_steps=100, vocab_size=50000,
                        emb_dim=128, hidden_dim=256, pointer_gen=True, seed=0)
@@ -550,6 +550,11 @@ def main(argv):
                         "threads": os.cpu_count()}}
   rows = [cpu_bf16_row()]
   results["cpu_bf16_flags"] = precision.native_bf16_flags()
+  if FLAGS.input_only:
+    pipeline_rows(hps, vocab_lib.Vocab.from_file(FLAGS.vocab_path, hps.vocab_size), steps,
+                  warmup, results, rows)
+    _report(results, rows)
+    return
   trained_decode_rows(hps if FLAGS.trained_ckpt_path or FLAGS.tiny else TRAINED.replace(
       coverage=FLAGS.coverage), results, rows)
   if FLAGS.trained_only:

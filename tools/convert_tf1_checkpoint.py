@@ -10,16 +10,9 @@ The model flags (--hidden_dim, --emb_dim, --vocab_size, --pointer_gen, --coverag
 """
 
 import os
-import pathlib
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-try:
-  import pointer_gen  # noqa: F401  (installed with `pip install -e .`)
-except ImportError:
-  # Run from a checkout without installing: the package sits beside tools/.
-  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from absl import app
 from absl import flags

@@ -26,17 +26,10 @@ import glob
 import hashlib
 import itertools
 import os
-import pathlib
 import shutil
 import sys
 import time
 from typing import Iterator, NamedTuple
-
-try:
-  import pointer_gen  # noqa: F401  (installed with `pip install -e .`)
-except ImportError:
-  # Run from a checkout without installing: the package sits beside tools/.
-  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from absl import app
 from absl import flags

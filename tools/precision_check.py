@@ -14,12 +14,9 @@ import json
 import os
 import pathlib
 import shutil
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-  sys.path.insert(0, str(REPO))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags

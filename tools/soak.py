@@ -25,7 +25,6 @@ eval/ is checked like train/. Then tests/test_fuzz.py runs with --fuzz_scale tim
 and the outcome counts are printed.
 """
 
-import argparse
 import datetime
 import functools
 import json
@@ -41,10 +40,10 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-  sys.path.insert(0, str(REPO))
 
-import tensorflow as tf  # pylint: disable=g-import-not-at-top
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+import tensorflow as tf
 
 from pointer_gen import demo_data  # pylint: disable=g-import-not-at-top
 
@@ -337,15 +336,22 @@ def fuzz_counts(workdir, scale, seed):
     return json.load(f)
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--kills", type=int, default=30, help="SIGKILLs of the trainer.")
-  parser.add_argument("--seed", type=int, default=0, help="Seed of the kill moments and fuzzing.")
-  parser.add_argument("--workdir", default="/tmp/pointer_gen_soak",
-                      help="Scratch directory (demo corpus, run directory, logs).")
-  parser.add_argument("--fuzz_scale", type=float, default=10.0,
-                      help="Multiplier of the fuzz tests' example counts; 0 skips fuzzing.")
-  args = parser.parse_args()
+def _define_flags():
+  """The command line's flags, defined only when this runs as a script: the tests load this file
+  beside pointer_gen.config, which has its own --seed."""
+  flags.DEFINE_integer("kills", 30, "SIGKILLs of the trainer.", lower_bound=0)
+  flags.DEFINE_integer("seed", 0, "Seed of the kill moments and fuzzing.")
+  flags.DEFINE_string("workdir", "/tmp/pointer_gen_soak",
+                      "Scratch directory (demo corpus, run directory, logs).")
+  flags.DEFINE_float("fuzz_scale", 10.0,
+                     "Multiplier of the fuzz tests' example counts; 0 skips fuzzing.",
+                     lower_bound=0.0)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  args = flags.FLAGS
   start = time.time()
   summary = kill_soak(args.workdir, args.kills, args.seed,
                       report=functools.partial(print, flush=True))
@@ -362,4 +368,5 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  _define_flags()
+  app.run(main)

@@ -23,18 +23,11 @@ own process, never beside Keras 3 code.
 import importlib.util
 import json
 import os
-import pathlib
 import sys
 import time
 
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-try:
-  import pointer_gen  # noqa: F401  (installed with `pip install -e .`)
-except ImportError:
-  # Run from a checkout without installing: the package sits beside tools/.
-  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 # pylint: disable=g-import-not-at-top
 from absl import app

@@ -8,18 +8,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_gen import checkpoint_utils
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import demo_data
 from pointer_gen import evaluate
 from pointer_gen import model as model_lib
-from pointer_gen import run_config
+from pointer_gen import run_record
 from pointer_gen import train
+from pointer_gen import train_utilities
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from conftest import run_main
+from helpers import run_main
 
 ADAGRAD_INIT_ACC = 0.1
 # The fixture trains to step 3, lets eval pick its best model there, then moves on to step 6.
@@ -93,7 +93,7 @@ def test_convert_then_coverage_training_resumes_from_the_converted_model(trained
   hps, vocab, _ = trained
   hps = _copy_run(hps, tmp_path).replace(coverage=True)
   source = os.path.join(hps.train_dir, f"model.ckpt-{NEWEST_STEP}")
-  path = checkpoint_utils.convert_to_coverage_model(hps, len(vocab))
+  path = train_utilities.convert_to_coverage_model(hps, len(vocab))
 
   assert path == os.path.join(hps.train_dir, f"model.ckpt-{NEWEST_STEP}_cov_init")
   assert checkpoints.newest(hps.train_dir) == path
@@ -142,7 +142,7 @@ def test_restore_best_model_gives_training_the_best_weights_and_step(trained, tm
   hps = _copy_run(hps, tmp_path)
   best = os.path.join(hps.eval_dir, f"bestmodel-{BEST_STEP}")
   assert checkpoints.newest(hps.eval_dir) == best
-  path = checkpoint_utils.restore_best_model(hps, len(vocab))
+  path = train_utilities.restore_best_model(hps, len(vocab))
 
   assert path == os.path.join(hps.train_dir, f"model.ckpt-{BEST_STEP}_best")
   assert checkpoints.newest(hps.train_dir) == path
@@ -168,12 +168,12 @@ def test_restore_best_model_gives_training_the_best_weights_and_step(trained, tm
 def test_utilities_refuse_what_they_cannot_do(trained, tmp_path):
   hps, vocab, _ = trained
   converted = _copy_run(hps, tmp_path).replace(coverage=True)
-  checkpoint_utils.convert_to_coverage_model(converted, len(vocab))
+  train_utilities.convert_to_coverage_model(converted, len(vocab))
   with pytest.raises(DataError, match="already holds a coverage model"):
-    checkpoint_utils.convert_to_coverage_model(converted, len(vocab))
+    train_utilities.convert_to_coverage_model(converted, len(vocab))
   # A best model of another shape is named with the flags to check.
   with pytest.raises(DataError, match="--hidden_dim"):
-    checkpoint_utils.restore_best_model(hps.replace(log_root=str(tmp_path), hidden_dim=16),
+    train_utilities.restore_best_model(hps.replace(log_root=str(tmp_path), hidden_dim=16),
                                         len(vocab))
 
 
@@ -204,7 +204,7 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
   code, out, err = run_main(capsys, *common, f"--log_root={copied.log_root}", "--coverage",
                             "--convert_to_coverage_model")
   assert code == 0, err
-  recorded = run_config.read(copied.run_dir)
+  recorded = run_record.read(copied.run_dir)
   assert (recorded["coverage"], recorded["hidden_dim"], recorded["max_enc_steps"]) == (
       True, 8, 40)
   # The run had no record: where its first phase began is not known.
@@ -230,7 +230,7 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
       "--convert_to_coverage_model is the way back to coverage")
   assert checkpoints.newest(copied.train_dir) == written
   assert not checkpoints.has_coverage(written) and checkpoints.has_coverage(converted)
-  recorded = run_config.read(copied.run_dir)
+  recorded = run_record.read(copied.run_dir)
   assert recorded["coverage"] is False
   assert recorded["phases"][1:] == [
       {"coverage": False, "from_step": BEST_STEP, "by": "restore_best_model"}]
@@ -241,5 +241,5 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
   assert code == 0, err
   assert checkpoints.newest(copied.train_dir) == os.path.join(
       copied.train_dir, f"model.ckpt-{BEST_STEP}_cov_init")
-  assert run_config.read(copied.run_dir)["phases"][2:] == [
+  assert run_record.read(copied.run_dir)["phases"][2:] == [
       {"coverage": True, "from_step": BEST_STEP, "by": "convert_to_coverage_model"}]

@@ -26,16 +26,16 @@ from pointer_gen import data
 from pointer_gen import evaluate
 from pointer_gen import model as model_lib
 from pointer_gen import records
-from pointer_gen import run_config
 from pointer_gen import run_lock
+from pointer_gen import run_record
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from conftest import REPO
-from conftest import project_error_lines
-from conftest import run_main
-from conftest import settle
+from helpers import REPO
+from helpers import project_error_lines
+from helpers import run_main
+from helpers import settle
 
 TINY = ("--vocab_size=0", "--hidden_dim=8", "--emb_dim=8", "--batch_size=2",
         "--max_enc_steps=30", "--max_dec_steps=6", "--seed=1")
@@ -180,7 +180,7 @@ def test_vocab_path_alone_stands_in_only_for_the_demo_corpus(hf_data, trained, t
   with pytest.raises(DataError) as raised:
     settle("--mode=decode", f"--log_root={log_root}", "--exp_name=hf",
            f"--vocab_path={hf_data['vocab']}")
-  recorded = run_config.read(log_root / "hf")
+  recorded = run_record.read(log_root / "hf")
   demo_vocab = log_root / "demo_data" / "vocab"
   assert str(raised.value) == (
       f"--data_path is required: {log_root}/hf/run_config.json says this run was trained with "
@@ -198,7 +198,7 @@ def test_another_vocab_or_a_changed_one_is_an_error(hf_data, trained, capsys, tm
                    rf"\({re.escape(os.path.abspath(hf_data['vocab']))}, sha256 [0-9a-f]{{64}}\)",
                    err, re.M), err
   # The recorded vocab file itself rebuilt with other contents: caught by its checksum.
-  moved = run_config.read(trained / "hf")
+  moved = run_record.read(trained / "hf")
   moved["vocab_path"] = str(other)
   run_dir = tmp_path / "runs" / "hf"
   run_dir.mkdir(parents=True)

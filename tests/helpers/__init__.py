@@ -1,0 +1,104 @@
+"""What the tests share besides fixtures (those are in conftest.py): the repository's path,
+running the entry point and the tools in this process, and numpy forms of the model's
+functions. The scripts beside this file run as subprocesses of the tests."""
+
+import importlib.util
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+# absl's Python log line: severity, date, time, thread id, then the source file's base name.
+_ABSL_LINE = re.compile(r"^([DIWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^:\]]+):\d+\]")
+_PROJECT_MODULES = frozenset(f"{p.stem}.py" for p in (REPO / "pointer_gen").glob("*.py"))
+
+
+def project_error_lines(stderr):
+  """The lines of `stderr` that report an error of the project's own: tracebacks, the
+  `error: ...` lines the entry point prints, and absl ERROR/FATAL lines logged from a
+  `pointer_gen` module. TensorFlow's runtime prints its own notices (which differ between CPUs,
+  builds and versions, and look like absl's lines but come from C++ files): they never count."""
+  errors = []
+  for line in stderr.splitlines():
+    absl = _ABSL_LINE.match(line)
+    if ("Traceback (most recent call last)" in line or line.startswith("error: ")
+        or (absl and absl.group(1) in "EF" and absl.group(2) in _PROJECT_MODULES)):
+      errors.append(line)
+  return errors
+
+
+def load_tool(name):
+  """Imports tools/<name>.py once per test session (its absl flags can be defined only once)."""
+  if name not in sys.modules:
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+  return sys.modules[name]
+
+
+def run_main(capsys, *args):
+  """(exit code, stdout, stderr) of `python -m pointer_gen.run *args`, run in this process:
+  a subprocess would spend seconds importing TensorFlow."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from pointer_gen import run  # pylint: disable=g-import-not-at-top
+  # run.main changes Grappler's options process-wide; the other tests keep theirs.
+  options = tf.config.optimizer.get_experimental_options()
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(["run", *args])
+  try:
+    run.main(["run"])
+    code = 0
+  except SystemExit as e:
+    code = e.code
+  finally:
+    flags.FLAGS.unparse_flags()
+    tf.config.optimizer.set_experimental_options(options)
+  out, err = capsys.readouterr()
+  return code, out, err
+
+
+def settle(*args):
+  """The HParams `python -m pointer_gen.run *args` would run with (run.settle_hparams), without
+  running anything."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from pointer_gen import run  # pylint: disable=g-import-not-at-top
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(["run", *args])
+  try:
+    return run.settle_hparams(flags.FLAGS)
+  finally:
+    flags.FLAGS.unparse_flags()
+
+
+def run_tf1_reference(script, out_dir):
+  """Runs `script out_dir` in a fresh process and returns the arrays of the `reference.npz` it
+  writes there. The process has TF_USE_LEGACY_KERAS=1 (TF1's RNN cells live in tf_keras, which
+  cannot share a process with Keras 3) and imports this checkout's pointer_gen."""
+  env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO))
+  result = subprocess.run([sys.executable, str(script), str(out_dir)], env=env,
+                          capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-5000:]
+  with np.load(pathlib.Path(out_dir) / "reference.npz") as npz:
+    return {k: npz[k] for k in npz.files}
+
+
+def np64(x):
+  return np.asarray(x, np.float64)
+
+
+def np_sigmoid(x):
+  return 1.0 / (1.0 + np.exp(-x))
+
+
+def np_softmax(x, axis=-1):
+  x = x - x.max(axis=axis, keepdims=True)
+  e = np.exp(x)
+  return e / e.sum(axis=axis, keepdims=True)
