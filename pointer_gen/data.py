@@ -188,6 +188,22 @@ def _count_records(path, data_format):
     return sum(1 for line in f if line.strip())
 
 
+def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=1,
+                   shard_index=0):
+  """(source, batches) of --data_path as every mode reads it: the data flags of `hps` (format,
+  JSONL fields, seed) pick and order the records, its tokenizer, case and lengths make the ids
+  from `vocab`. single_pass: every record once, in order, from the `skip`th on, in padded
+  batches; else shuffled forever and bucketed by article length, from this worker's shard of the
+  files. The source counts the records and skips and keeps the error that ended the data
+  (`raise_if_failed`)."""
+  source = RecordSource(hps.data_path, hps.data_format, single_pass=single_pass, seed=hps.seed,
+                        num_shards=num_shards, shard_index=shard_index, skip=skip,
+                        **json_fields(hps))
+  batches = make_dataset(source, vocab.lookup_table(), len(vocab),
+                         hps.replace(single_pass=single_pass), batch_size)
+  return source, batches
+
+
 def make_dataset(source, table, vocab_size, hps, batch_size=None):
   """Batches of `example_features`, bucketed by article length unless single_pass."""
   batch_size = batch_size or hps.batch_size

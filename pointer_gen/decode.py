@@ -176,12 +176,10 @@ class SinglePassDecoder:
     per_example = self._per_example(done)
     if done:
       logging.info("Resuming the decode in %s after %d examples.", self.dir, done)
-    source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True,
-                               skip=done, **data.json_fields(self.hps))
+    source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=True, skip=done)
     total = source.num_records
     if self.hps.max_decode_examples:
       total = min(total, self.hps.max_decode_examples)
-    dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab), self.hps)
     # --batch_size searches side by side; each slot takes the next article as soon as its
     # search ends (continuous batching), and results come back in data order.
     decoder = continuous_batching.SlotDecoder(
@@ -344,10 +342,7 @@ class CheckpointFollowingDecoder:
     # Numbering goes on after an earlier run's files, so that the newest have the highest.
     earlier = self._vis_files()
     index = earlier[-1][0] + 1 if earlier else 0
-    source = data.RecordSource(self.hps.data_path, self.hps.data_format, seed=self.hps.seed,
-                               **data.json_fields(self.hps))
-    dataset = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab),
-                                self.hps.replace(single_pass=False), batch_size=1)
+    source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
     search = make_search(self.model, self.hps, keep_attention=True)
     last_load = time.time()
     count = 0

@@ -98,9 +98,7 @@ class ConcurrentEvaluator:
     self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
     self.score = make_score_fn(self.model, hps, len(vocab))
     self.selector = BestModelSelector()
-    self.source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed,
-                                    **data.json_fields(hps))
-    self.dataset = data.make_dataset(self.source, vocab.lookup_table(), len(vocab), hps)
+    self.source, self.dataset = data.input_pipeline(hps, vocab, single_pass=False)
     # Model and step only: the best model is for decoding or for restore_best_model, which
     # gives it a fresh optimizer.
     best = checkpoints.make_checkpoint(self.model)
@@ -279,10 +277,7 @@ def run_single_pass(hps, vocab):
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   step = checkpoints.restore_weights(model, ckpt_path)
   score = make_score_fn(model, hps, len(vocab))
-  source = data.RecordSource(hps.data_path, hps.data_format, single_pass=True,
-                             **data.json_fields(hps))
-  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab),
-                              hps.replace(single_pass=True))
+  source, dataset = data.input_pipeline(hps, vocab, single_pass=True)
   # Sums over the data set in float64, so that the means do not depend on the batching.
   totals = collections.defaultdict(float)
   num_examples = 0

@@ -239,12 +239,10 @@ class Trainer:
     hps = self.hps
 
     def per_worker(context):
-      source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed,
-                                 num_shards=context.num_input_pipelines,
-                                 shard_index=context.input_pipeline_id,
-                                 **data.json_fields(hps))
+      source, batches = data.input_pipeline(hps, self.vocab, single_pass=False,
+                                            num_shards=context.num_input_pipelines,
+                                            shard_index=context.input_pipeline_id)
       self.sources.append(source)
-      batches = data.make_dataset(source, self.vocab.lookup_table(), len(self.vocab), hps)
       # Strings are not needed to train, and cannot be placed on accelerators.
       return batches.map(lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string})
 

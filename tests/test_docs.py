@@ -16,7 +16,8 @@ from helpers import REPO
 # Flags absl defines for every program (absl.flags and absl.logging).
 ABSL_FLAGS = frozenset({
     "flagfile", "undefok", "help", "helpfull", "helpshort", "helpxml", "only_check_args", "pdb",
-    "pdb_post_mortem", "run_with_pdb", "run_with_profiling", "profile_file", "use_cprofile_for_profiling",
+    "pdb_post_mortem", "run_with_pdb", "run_with_profiling", "profile_file",
+    "use_cprofile_for_profiling",
     "logtostderr", "alsologtostderr", "log_dir", "verbosity", "v", "stderrthreshold",
     "showprefixforinfo", "logger_levels", "log_every_n", "test_srcdir", "test_tmpdir"})
 
@@ -191,7 +192,8 @@ def test_planted_mistakes_are_reported(run_flags, tmp_path):
   assert found[0] == "`python -m pointer_gen.run`: --max_enc_step is not a flag of pointer_gen.run"
   assert found[1].startswith("`python -m pointer_gen.run --mode=sing` does not parse: ")
   assert "value should be one of <train|eval|decode|export>" in found[1]
-  assert found[2] == "`python tools/make_vocab.py`: --vocab_sizes is not a flag of tools/make_vocab.py"
+  assert found[2] == ("`python tools/make_vocab.py`: --vocab_sizes is not a flag of "
+                      "tools/make_vocab.py")
   assert found[3] == "`python tools/no_such_tool.py`: no such tool"
   assert found[4] == "`--beam_sizes` is not a flag of the project or its tools"
   assert found[5] == "link to docs/no_such_page.md: no such file"
