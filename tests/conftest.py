@@ -54,6 +54,11 @@ def bbc():
   return _real_data(BBC)
 
 
+@pytest.fixture(scope="session")
+def ptb_oracle():
+  return _real_data(PTB_ORACLE)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _session_tmpdir(tmp_path_factory):
   """Processes started by module- and session-scoped fixtures get a temporary directory (TMPDIR)
@@ -69,10 +74,3 @@ def _session_tmpdir(tmp_path_factory):
 def _test_tmpdir(_session_tmpdir, tmp_path_factory, monkeypatch):
   """Each test's processes get a temporary directory of their own (as _session_tmpdir)."""
   monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("tmpdir")))
-
-
-@pytest.fixture(scope="session")
-def ptb_oracle():
-  if not PTB_ORACLE.is_dir():
-    pytest.fail(f"real data expected at {PTB_ORACLE} (the shared/ folder beside the repository)")
-  return PTB_ORACLE
