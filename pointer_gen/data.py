@@ -135,7 +135,7 @@ class RecordSource:
         raise DataError(f"--data_path={data_path}: fewer files than the {num_shards} input "
                         "shards (one per worker)")
     # Framing is checked up front so a broken file fails now, not hours into training.
-    self.num_records = sum(_count_records(path, data_format) for path in self.paths)
+    self.num_records = sum(records.count_records(path, data_format) for path in self.paths)
     self.skip = skip
     self.data_format = data_format
     self.single_pass = single_pass
@@ -178,14 +178,6 @@ class RecordSource:
         raise DataError(f"--data_path: no usable example in {', '.join(paths)}")
       epoch += 1
       logging.info("Finished data epoch %d; starting the next.", epoch)
-
-
-def _count_records(path, data_format):
-  """Records in a file (bin: from its framing; jsonl: non-blank lines), for progress and ETA."""
-  if records.detect_format(path, data_format) == "bin":
-    return records.check_bin_framing(path)
-  with open(path, "rb") as f:
-    return sum(1 for line in f if line.strip())
 
 
 def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=1,

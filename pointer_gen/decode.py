@@ -232,9 +232,9 @@ class SinglePassDecoder:
   def _write_example(self, index, summary):
     # Reference first: a decoded file present means its example is complete.
     files.write_text_atomic(os.path.join(self.ref_dir, f"{index:06d}_reference.txt"),
-                              "\n".join(summary.reference) + "\n")
+                            "\n".join(summary.reference) + "\n")
     files.write_text_atomic(os.path.join(self.dec_dir, f"{index:06d}_decoded.txt"),
-                              "\n".join(summary.sentences) + "\n")
+                            "\n".join(summary.sentences) + "\n")
 
   def _finish(self, count, p_gen_means, skips):
     decoded, references = [], []
@@ -259,10 +259,10 @@ class SinglePassDecoder:
             "data_format", "article_key", "abstract_key")},
     }
     files.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
-                              metrics.rouge_results_text(rouge))
+                            metrics.rouge_results_text(rouge))
     # Written last: its presence marks the decode as finished.
     files.write_text_atomic(os.path.join(self.dir, "metrics.json"),
-                              json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+                            json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     print(final_report(result, self.dir))
     return result
 

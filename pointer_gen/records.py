@@ -157,6 +157,15 @@ def check_bin_framing(path):
     return sum(1 for _ in _frames(f, path, read_payload=False))
 
 
+def count_records(path, data_format="auto"):
+  """Records in a file (bin: from its framing, which is checked; jsonl: non-blank lines), for
+  progress lines and ETAs."""
+  if detect_format(path, data_format) == "bin":
+    return check_bin_framing(path)
+  with open(path, "rb") as f:
+    return sum(1 for line in f if line.strip())
+
+
 class _Skip(Exception):
   """A record that cannot be used; carries the reason and detail for `SkipCounter.skip`."""
 

@@ -57,7 +57,8 @@ from pointer_gen import records
 from pointer_gen import text
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
-from process_memory import peak_rss_gb  # tools/, next to this script
+import make_datafiles  # tools/, next to this script
+from process_memory import peak_rss_gb
 
 VIETNEWS = REPO.parent / "shared" / "data" / "vietnews_bin"
 BBC = REPO.parent / "shared" / "data" / "bbc_news_summary"
@@ -226,16 +227,12 @@ def raw_vocab(hps, path):
 
 
 def pretokenized_copy(path, out_path):
-  """Writes the raw JSONL at `path` as a .bin of its --tokenizer=ptb --lowercase tokens, as
-  tools/make_datafiles.py prepares data: the same examples, tokenised before training."""
-  recs = list(records.read_records([path], "auto", records.SkipCounter()))
-  sentences = [s for r in recs for s in r.abstract_sentences]
-  joined = [" ".join(t.decode("utf-8") for t in row) for row in text.tokenize(
-      [r.article for r in recs] + sentences, "ptb", lowercase=True).to_list()]
-  articles, tokenized_sentences = iter(joined[:len(recs)]), iter(joined[len(recs):])
-  records.write_bin(out_path, [
-      records.Record(next(articles), [next(tokenized_sentences) for _ in r.abstract_sentences],
-                     out_path, r.index) for r in recs])
+  """Writes the raw JSONL at `path` as tools/make_datafiles.py prepares it, a .bin of its
+  --tokenizer=ptb --lowercase tokens: the same examples, tokenised before training."""
+  stories = (make_datafiles.jsonl_story(r)
+             for r in records.read_records([path], "auto", records.SkipCounter()))
+  records.write_bin(out_path, make_datafiles.tokenized_records(
+      stories, make_datafiles.line_tokenizer("ptb", lowercase=True)))
   return out_path
 
 

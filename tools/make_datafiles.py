@@ -22,6 +22,7 @@ with this run's --tokenizer and --lowercase).
 
 import collections
 import concurrent.futures
+import datetime
 import glob
 import hashlib
 import itertools
@@ -110,8 +111,8 @@ class Progress:
 
 
 def _clock_text(seconds):
-  seconds = int(round(seconds))
-  return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+  """h:mm:ss, as the training log's ETA."""
+  return str(datetime.timedelta(seconds=round(seconds)))
 
 
 # ---------------------------------------------------------------- reading stories
@@ -203,15 +204,6 @@ def jsonl_story(record):
   """A JSONL record as the story it would be: each line of a summary sentence a highlight."""
   highlights = [line for s in record.abstract_sentences for line in s.split("\n")]
   return Story(record.source, record.index, [record.article], highlights)
-
-
-def count_jsonl_lines(paths):
-  """Non-blank lines of the files: the number of records, for the progress line's ETA."""
-  total = 0
-  for path in paths:
-    with open(path, "rb") as f:
-      total += sum(1 for line in f if line.strip())
-  return total
 
 
 # ---------------------------------------------------------------- tokenising
@@ -384,7 +376,8 @@ def jsonl_sources(globs, skips, article_key, abstract_key):
   for split, pattern in globs.items():
     paths = records.expand_glob(pattern, f"--{split}_jsonl")
     recs = (r for p in paths for r in records.read_jsonl(p, skips, article_key, abstract_key))
-    sources.append(Source(split, count_jsonl_lines(paths), (jsonl_story(r) for r in recs)))
+    total = sum(records.count_records(p, "jsonl") for p in paths)
+    sources.append(Source(split, total, (jsonl_story(r) for r in recs)))
   return sources
 
 
