@@ -118,7 +118,9 @@ def json_fields(hps):
 class RecordSource:
   """Yields (article, abstract) strings from the data files, in the order the mode needs.
 
-  Training: file order shuffled each epoch, forever. single_pass: files sorted, one pass.
+  Training: file order shuffled each epoch, forever, with a line in the log for the epochs
+  finished, at most one per `log_every` examples (input_pipeline: the examples of one
+  --log_every_n_steps interval of the training log). single_pass: files sorted, one pass.
   Abstract sentences are joined with newlines, which the decoder's reference writer splits on
   and tokenisation treats as spaces (whitespace, punct) or as line ends (ptb: each sentence is
   a line, with its own missing period added, as in the original's data).
@@ -126,8 +128,10 @@ class RecordSource:
 
   def __init__(self, data_path, data_format="auto", single_pass=False, seed=None,
                num_shards=1, shard_index=0, skip=0, article_key=records.ARTICLE_KEY,
-               abstract_key=records.DEFAULT_ABSTRACT_KEY):
+               abstract_key=records.DEFAULT_ABSTRACT_KEY, log_every=0):
     self.paths = records.expand_glob(data_path)
+    # Data smaller than the training log's interval would otherwise print a line per pass.
+    self.log_every = log_every
     self.keys = (article_key, abstract_key)  # JSONL field names
     if num_shards > 1:
       self.paths = self.paths[shard_index::num_shards]
@@ -158,6 +162,8 @@ class RecordSource:
 
   def _examples(self):
     epoch = 0
+    logged = 0  # the last epoch a line was logged for
+    since_line = 0  # examples yielded since that line
     while True:
       paths = list(self.paths)
       if not self.single_pass:
@@ -169,15 +175,27 @@ class RecordSource:
       for record in examples:
         yielded += 1
         yield record.article, "\n".join(record.abstract_sentences)
-      if self.skips.total:
-        logging.warning("Data: %s", self.skips.summary())
       if self.single_pass:
+        if self.skips.total:
+          logging.warning("Data: %s", self.skips.summary())
         logging.info("Finished one pass over %d files (%d examples).", len(paths), yielded)
         return
       if not yielded:
         raise DataError(f"--data_path: no usable example in {', '.join(paths)}")
       epoch += 1
-      logging.info("Finished data epoch %d; starting the next.", epoch)
+      since_line += yielded
+      if since_line >= self.log_every:
+        self._log_epochs(logged + 1, epoch, since_line)
+        logged, since_line = epoch, 0
+
+  def _log_epochs(self, first, last, examples):
+    if self.skips.total:
+      logging.warning("Data: %s", self.skips.summary())
+    if first == last:
+      logging.info("Finished data epoch %d; starting the next.", last)
+    else:
+      logging.info("Finished data epochs %d-%d (%d examples since the previous such line); "
+                   "starting the next.", first, last, examples)
 
 
 def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=1,
@@ -190,6 +208,7 @@ def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=
   (`raise_if_failed`)."""
   source = RecordSource(hps.data_path, hps.data_format, single_pass=single_pass, seed=hps.seed,
                         num_shards=num_shards, shard_index=shard_index, skip=skip,
+                        log_every=hps.log_every_n_steps * (batch_size or hps.batch_size),
                         **json_fields(hps))
   batches = make_dataset(source, vocab.lookup_table(), len(vocab),
                          hps.replace(single_pass=single_pass), batch_size)

@@ -1,5 +1,8 @@
 """`data.example_features` and single-pass `data.make_dataset` against hand-computed ids
-(the original's article2ids / abstract2ids)."""
+(the original's article2ids / abstract2ids), and the training source's data-epoch log."""
+
+import itertools
+import json
 
 import numpy as np
 import pytest
@@ -211,3 +214,29 @@ def test_make_dataset_single_pass_is_repeatable(table):
   first = [b["target"].numpy().tolist() for b in data.make_dataset(source, table, V, hps)]
   second = [b["target"].numpy().tolist() for b in data.make_dataset(source, table, V, hps)]
   assert first == second and len(first) == 2
+
+
+def test_data_epoch_lines_at_most_one_per_log_interval(tmp_path, caplog):
+  path = tmp_path / "train.jsonl"
+  path.write_text("".join(json.dumps({"article": f"a{i}", "abstract": "b"}) + "\n"
+                          for i in range(20)) + "{broken\n", encoding="utf-8")
+  hps = config.HParams(data_path=str(path), batch_size=4, log_every_n_steps=25, seed=0)
+  # The training log's interval: 25 steps of 4 examples.
+  source, _ = data.input_pipeline(hps, vocab_lib.Vocab(WORDS), single_pass=False)
+  assert source.log_every == 100
+  with caplog.at_level("INFO", logger="absl"):
+    # The 3,001st example is the first of epoch 151: 150 epochs of 20 finished, a line per 5.
+    assert len(list(itertools.islice(source(), 3001))) == 3001
+  assert [m for m in caplog.messages if m.startswith("Finished data epoch")] == [
+      f"Finished data epochs {k + 1}-{k + 5} (100 examples since the previous such line); "
+      "starting the next." for k in range(0, 150, 5)]
+  summaries = [m for m in caplog.messages if m.startswith("Data: ")]
+  assert len(summaries) == 30
+  assert summaries[-1] == ("Data: skipped 150 records (invalid JSON: 150); only the first 20 "
+                           "of each reason were logged")
+  caplog.clear()
+  # Data larger than the interval (or no interval given): a line per epoch.
+  with caplog.at_level("INFO", logger="absl"):
+    list(itertools.islice(data.RecordSource(str(path), seed=0)(), 41))
+  assert [m for m in caplog.messages if m.startswith("Finished data epoch")] == [
+      "Finished data epoch 1; starting the next.", "Finished data epoch 2; starting the next."]
