@@ -60,13 +60,14 @@ def _filler(i):
 
 
 def _write_stories(root, splits, dirs=("cnn", "dailymail")):
-  """Writes {split: {name: text}} as .story files spread over `dirs` and the url lists;
-  returns (stories dirs, url lists dir)."""
+  """Writes {split: {name: text}} as .story files spread over `dirs` and the url lists, a
+  story of its own for each split not given; returns (stories dirs, url lists dir)."""
   story_dirs = [root / d / "stories" for d in dirs]
   for d in story_dirs:
     d.mkdir(parents=True)
   lists = root / "url_lists"
   lists.mkdir()
+  splits = {s: splits.get(s, {f"{s}_filler": _filler(0)[0]}) for s in md.SPLITS}
   for split, stories in splits.items():
     urls = []
     for i, (name, body) in enumerate(stories.items()):
@@ -124,9 +125,9 @@ def story_run(tmp_path_factory):
                      "empty_article": EMPTY_ARTICLE[0]}}
   dirs, lists = _write_stories(root, splits)
   # val_filler is in dailymail/stories; a copy in the first --stories_dir takes precedence.
-  # Its invalid UTF-8 is read as U+FFFD, which the tokenizer deletes.
+  # Its 3 invalid bytes (a lone one, two of a three-byte sequence) are dropped.
   bad = root / "cnn" / "stories" / _story_name(_url("val_filler"))
-  bad.write_bytes(b"Story number 7 \xff is short\n\n@highlight\n\nPoint 7")
+  bad.write_bytes(b"Story \xe2\x82number 7 \xff is short\n\n@highlight\n\nPoint 7")
   out_dir = root / "finished_files"
   output = _run(md.story_sources(dirs, lists, lowercase=True), out_dir)
   return out_dir, output, items
@@ -191,7 +192,10 @@ def test_stories_without_highlights_or_article_are_counted_and_named(story_run):
   assert "test: 1 stories without highlights" in output
   assert (f"test: 1 stories with an empty article (written as it is): {out_dir.parent}/"
           f"dailymail/stories/{_story_name(_url('empty_article'))}\n") in output
-  assert "val: " not in output.replace("val: 2 stories in ", "")
+  assert (f"val: 1 stories not valid UTF-8 (their invalid bytes dropped, as the original's "
+          f"CoreNLP step did):\n  {out_dir.parent}/cnn/stories/"
+          f"{_story_name(_url('val_filler'))}: 3 bytes\n") in output
+  assert output.count("not valid UTF-8") == 1
   assert "train: 2300 stories in " in output and " stories/s)" in output
   assert "vocab: " in output and f"Wrote train.bin, val.bin, test.bin, vocab and 5 chunked " \
       f"files to {out_dir}" in output
@@ -209,7 +213,7 @@ def test_missing_stories_are_all_named_and_nothing_is_written(tmp_path):
   with pytest.raises(DataError) as e:
     md.story_sources(dirs, lists, lowercase=True)
   message = str(e.value)
-  assert message.startswith(f"2 of the 4 stories listed in --url_lists={lists} are in no "
+  assert message.startswith(f"2 of the 5 stories listed in --url_lists={lists} are in no "
                             f"--stories_dir ({dirs[0]}, {dirs[1]})")
   assert f"all_train.txt: {_url('gone1')} -> {_story_name(_url('gone1'))}" in message
   assert f"all_test.txt: {_url('gone2')} -> {_story_name(_url('gone2'))}" in message
@@ -232,7 +236,7 @@ def test_unreadable_story_is_named_and_leaves_no_output(tmp_path):
 def test_interrupted_run_leaves_no_finished_file(tmp_path):
   dirs, lists = _write_stories(tmp_path, {
       "train": {f"s{i}": f"Story {i}.\n\n@highlight\n\nH" for i in range(30)}})
-  (source,) = md.story_sources(dirs, lists, lowercase=True)
+  source = md.story_sources(dirs, lists, lowercase=True)[0]
 
   def interrupted():
     for i, story in enumerate(source.stories):
@@ -247,18 +251,23 @@ def test_interrupted_run_leaves_no_finished_file(tmp_path):
 
 
 def test_refuses_an_out_dir_with_finished_files_of_its_splits(tmp_path):
-  dirs, lists = _write_stories(tmp_path, {"val": {"a": "Aa.\n\n@highlight\n\nBb"}})
+  path = tmp_path / "val.jsonl"
+  path.write_text(json.dumps({"article": "Aa.", "abstract": "Bb"}) + "\n", encoding="utf-8")
   out_dir = tmp_path / "out"
   out_dir.mkdir()
   # Another split's files and the vocab (made from train) do not stand in the way of val.
   (out_dir / "train.bin").write_bytes(b"old train")
   (out_dir / "vocab").write_bytes(b"old vocab")
-  _run(md.story_sources(dirs, lists, lowercase=True), out_dir)
+
+  def sources():
+    return md.jsonl_sources({"val": str(path)}, records.SkipCounter(), "article", "")
+
+  _run(sources(), out_dir)
   assert _walk(out_dir / "val.bin") == [("aa .", "<s> bb . </s>")]
   before = {p: p.read_bytes() for p in out_dir.rglob("*") if p.is_file()}
   with pytest.raises(DataError, match=rf"--out_dir={out_dir} already holds 2 finished files "
                      rf"\(e\.g\. {out_dir}/val\.bin\); remove them or choose another directory"):
-    _run(md.story_sources(dirs, lists, lowercase=True), out_dir)
+    _run(sources(), out_dir)
   assert {p: p.read_bytes() for p in out_dir.rglob("*") if p.is_file()} == before
   assert (out_dir / "train.bin").read_bytes() == b"old train"
 
@@ -287,7 +296,7 @@ def test_jsonl_gives_byte_identical_files(tmp_path):
   from_stories = tmp_path / "from_stories"
   _run(md.story_sources(dirs, lists, lowercase=True), from_stories)
   # The same stories as Hugging Face CNN/DM has them: the article and the highlights as one
-  # newline-separated string; and as a list of sentences.
+  # newline-separated string, read without --abstract_key; and as a list of sentences.
   hf, listed = [], []
   for body in stories.values():
     lines = body.split("\n")
@@ -297,7 +306,7 @@ def test_jsonl_gives_byte_identical_files(tmp_path):
     highlights = [line for line in lines[marker:] if line.strip() not in ("", "@highlight")]
     hf.append({"id": "x", "article": article, "highlights": "\n".join(highlights)})
     listed.append({"article": article, "abstract_sentences": highlights})
-  for name, rows, key in (("hf", hf, "highlights"), ("listed", listed, "")):
+  for name, rows, key in (("hf", hf, ""), ("listed", listed, "")):
     path = tmp_path / f"{name}.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                     encoding="utf-8")
@@ -305,6 +314,32 @@ def test_jsonl_gives_byte_identical_files(tmp_path):
     _run(md.jsonl_sources({"train": str(path)}, records.SkipCounter(), "article", key), out_dir)
     for f in ("train.bin", "chunked/train_000.bin", "vocab"):
       assert (out_dir / f).read_bytes() == (from_stories / f).read_bytes(), (name, f)
+
+
+def test_jsonl_first_record_without_the_fields_is_an_error_naming_them(tmp_path):
+  path = tmp_path / "xsum.jsonl"
+  path.write_text("\n{broken\n" + json.dumps({"article": "A", "summary": "S", "id": 1}) + "\n",
+                  encoding="utf-8")
+  with pytest.raises(DataError) as e:
+    md.jsonl_sources({"train": str(path)}, records.SkipCounter(), "article", "")
+  assert str(e.value) == (f"{path}: line 3 has the fields article, id, summary, none of "
+                          "abstract_sentences, abstract or highlights: give the field of the "
+                          "summary with --abstract_key")
+  with pytest.raises(DataError) as e:
+    md.jsonl_sources({"train": str(path)}, records.SkipCounter(), "article", "highlights")
+  assert str(e.value) == (f"{path}: line 3 has the fields article, id, summary, no "
+                          "--abstract_key=highlights: give the field of the summary")
+
+
+def test_a_split_without_records_is_an_error_and_nothing_is_written(tmp_path):
+  dirs, lists = _write_stories(tmp_path, {})
+  (tmp_path / "url_lists" / "all_test.txt").write_text("\n", encoding="utf-8")
+  out_dir = tmp_path / "out"
+  with pytest.raises(DataError) as e:
+    _run(md.story_sources(dirs, lists, lowercase=True), out_dir)
+  assert str(e.value) == f"test: no records from {lists}/all_test.txt; nothing written"
+  # train and val were complete: neither is kept.
+  assert os.listdir(out_dir) == []
 
 
 def test_jsonl_max_size_and_chunk_size(tmp_path):
@@ -375,6 +410,26 @@ def test_importing_the_tool_defines_no_flags():
   assert flags.FLAGS["tokenizer"].default == "whitespace"
 
 
+# Runs the tool's main once per argv list in one process, which pays TensorFlow's import once;
+# prints [exit code, error] of each as the last line.
+_MAIN_PER_ARGV = """
+import json, runpy, sys
+from absl import flags
+tool = runpy.run_path("tools/make_datafiles.py")
+tool["_define_flags"]()
+results = []
+for argv in json.loads(sys.argv[1]):
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(["make_datafiles", *argv])
+  try:
+    tool["main"](["make_datafiles"])
+    results.append([0, ""])
+  except SystemExit as e:
+    results.append([1, str(e.code)])
+print(json.dumps(results))
+"""
+
+
 def test_command_line(tmp_path):
   dirs, lists = _write_stories(tmp_path, {"test": {
       "a": HAND_STORIES["full"][0], "b": HAND_STORIES["non_ascii"][0]}})
@@ -384,20 +439,41 @@ def test_command_line(tmp_path):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO))
 
   def start(*args):
-    return subprocess.Popen([sys.executable, os.path.join("tools", "make_datafiles.py"), *args],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen([sys.executable, *args], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
-  # Started together: each pays TensorFlow's import time.
-  stories = start(f"--stories_dir={dirs[0]}", f"--stories_dir={dirs[1]}",
-                  f"--url_lists={lists}", f"--out_dir={tmp_path}/out")
-  jsonl = start(f"--val_jsonl={tmp_path}/val.jsonl", "--article_key=document",
-                "--abstract_key=summary", "--lowercase=false", f"--out_dir={tmp_path}/out_jsonl")
-  both = start(f"--stories_dir={dirs[0]}", f"--url_lists={lists}",
-               f"--test_jsonl={tmp_path}/val.jsonl", f"--out_dir={tmp_path}/out2")
+  # Failing runs: each must fail before writing anything.
+  no_test_list = tmp_path / "no_test_list"
+  no_test_list.mkdir()
+  for split in ("train", "val"):
+    (no_test_list / f"all_{split}.txt").write_text(_url("a") + "\n", encoding="utf-8")
+  a_file = tmp_path / "a_file"
+  a_file.write_text("x", encoding="utf-8")
+  (tmp_path / "empty.jsonl").write_text(
+      json.dumps({"document": "A", "summary": 5}) + "\n", encoding="utf-8")
+  failing = {
+      "both": [f"--stories_dir={dirs[0]}", f"--url_lists={lists}",
+               f"--test_jsonl={tmp_path}/val.jsonl", f"--out_dir={tmp_path}/out_both"],
+      # Checked before anything is read: the missing stories and url lists go unnoticed.
+      "out_dir": [f"--stories_dir={tmp_path}/none", f"--url_lists={tmp_path}/none",
+                  f"--out_dir={a_file}/out"],
+      "url_list": [f"--stories_dir={dirs[0]}", f"--url_lists={no_test_list}",
+                   f"--out_dir={tmp_path}/out_url_list"],
+      "fields": [f"--val_jsonl={tmp_path}/val.jsonl", f"--out_dir={tmp_path}/out_fields"],
+      "empty": [f"--train_jsonl={tmp_path}/val.jsonl", "--article_key=document",
+                "--abstract_key=summary", f"--val_jsonl={tmp_path}/empty.jsonl", f"--out_dir={tmp_path}/out_empty"],
+  }
+  # Started together: each process pays TensorFlow's import time.
+  stories = start(os.path.join("tools", "make_datafiles.py"), f"--stories_dir={dirs[0]}",
+                  f"--stories_dir={dirs[1]}", f"--url_lists={lists}", f"--out_dir={tmp_path}/out")
+  jsonl = start(os.path.join("tools", "make_datafiles.py"), f"--val_jsonl={tmp_path}/val.jsonl",
+                "--article_key=document", "--abstract_key=summary", "--lowercase=false",
+                f"--out_dir={tmp_path}/out_jsonl")
+  fails = start("-c", _MAIN_PER_ARGV, json.dumps(list(failing.values())))
   out, err = stories.communicate(timeout=300)
   assert stories.returncode == 0, err
-  assert f"Wrote test.bin and 1 chunked files to {tmp_path}/out" in out
+  assert (f"Wrote train.bin, val.bin, test.bin, vocab and 3 chunked files to {tmp_path}/out"
+          in out)
   assert _walk(tmp_path / "out" / "test.bin") == [HAND_STORIES["full"][1:],
                                                   HAND_STORIES["non_ascii"][1:]]
   out, err = jsonl.communicate(timeout=300)
@@ -405,8 +481,23 @@ def test_command_line(tmp_path):
   assert "JSONL: skipped 1 records (invalid JSON: 1)" in out
   assert _walk(tmp_path / "out_jsonl" / "val.bin") == [
       ("Two words .", "<s> One . </s> <s> Two . </s>")]
-  _, err = both.communicate(timeout=300)
-  assert both.returncode == 1
-  assert ("make_datafiles: error: give either --stories_dir and --url_lists or --train_jsonl/"
-          "--val_jsonl/--test_jsonl, not both") in err
-  assert not (tmp_path / "out2").exists()
+  out, err = fails.communicate(timeout=300)
+  assert fails.returncode == 0, err
+  results = dict(zip(failing, json.loads(out.splitlines()[-1])))
+  error = "make_datafiles: error: "
+  assert results == {
+      "both": [1, f"{error}give either --stories_dir and --url_lists or --train_jsonl/"
+               "--val_jsonl/--test_jsonl, not both"],
+      "out_dir": [1, f"{error}--out_dir={a_file}/out: {a_file} is a file, not a directory"],
+      "url_list": [1, f"{error}--url_lists={no_test_list}: no {no_test_list}/all_test.txt (the "
+                   "url lists of the train, val and test splits, all three needed)"],
+      "fields": [1, f"{error}{tmp_path}/val.jsonl: line 1 has the fields document, summary, no "
+                 "--article_key=article: give the field of the article"],
+      "empty": [1, f"{error}val: no records from --val_jsonl={tmp_path}/empty.jsonl: skipped 1 "
+                "records (wrong type for 'summary': 1); nothing written"],
+  }
+  assert sorted(os.listdir(tmp_path)) == [
+      "a_file", "cnn", "dailymail", "empty.jsonl", "no_test_list", "out", "out_empty",
+      "out_jsonl", "url_lists", "val.jsonl"]
+  # The train split was complete when val came out empty: it is not kept either.
+  assert os.listdir(tmp_path / "out_empty") == []

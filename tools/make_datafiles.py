@@ -4,16 +4,21 @@ r"""Makes the original's CNN/DailyMail `finished_files` from the raw stories or 
       --url_lists=url_lists --out_dir=finished_files
   python tools/make_datafiles.py --train_jsonl='cnn_dm/train*.jsonl' \
       --val_jsonl='cnn_dm/validation*.jsonl' --test_jsonl='cnn_dm/test*.jsonl' \
-      --abstract_key=highlights --out_dir=finished_files
+      --out_dir=finished_files
 
 Writes `train.bin`, `val.bin`, `test.bin`, `chunked/<split>_NNN.bin` (--chunk_size records each)
 and `vocab` (the train split's --max_size most frequent tokens, `word count` lines) into
 --out_dir, laid out as the original's make_datafiles.py wrote them, with the text tokenised by
 `pointer_gen.text.tokenize` (--tokenizer=ptb reproduces the original's CoreNLP step) instead of
 Java. A story's `.story` file is named by the sha1 hex digest of its url, as in the url lists
-all_train.txt, all_val.txt and all_test.txt; the file is looked for in each --stories_dir in
-turn. A JSONL record is taken as the story it would be: its article's lines, then each summary
-sentence (each line of a newline-separated summary string) as a highlight.
+all_train.txt, all_val.txt and all_test.txt (all three needed); the file is looked for in each
+--stories_dir in turn. A JSONL record is taken as the story it would be: its article's lines,
+then each summary sentence (each line of a newline-separated summary string, such as Hugging
+Face CNN/DM's `highlights`, read without --abstract_key) as a highlight.
+
+The report names the stories without highlights or with an empty article and every story file
+that is not valid UTF-8 (its invalid bytes are dropped, as the original's CoreNLP step did). A
+split without records is an error, and nothing is written.
 
 Unlike tools/make_vocab.py it writes no `vocab.tokenization.json`: like the original's, the vocab
 fits both the .bin files (read with --tokenizer=whitespace) and the raw text they came from (read
@@ -26,6 +31,7 @@ import datetime
 import glob
 import hashlib
 import itertools
+import json
 import os
 import shutil
 import sys
@@ -43,6 +49,8 @@ from pointer_gen.errors import DataError
 
 SPLITS = ("train", "val", "test")
 HIGHLIGHT_MARKER = "@highlight"
+# Hugging Face CNN/DailyMail's summary field, read without --abstract_key.
+HF_ABSTRACT_KEY = "highlights"
 # The original's chunk and vocab sizes.
 CHUNK_SIZE = 1000
 VOCAB_SIZE = 200000
@@ -67,6 +75,7 @@ class Story(NamedTuple):
   index: int  # 0 for a .story file; the 0-based line index in a JSONL file
   article_lines: list[str]
   highlight_lines: list[str]
+  invalid_bytes: int = 0  # bytes of the .story file that were not UTF-8, dropped
 
 
 def record_name(record):
@@ -196,8 +205,14 @@ def read_story(url, path, lowercase):
     raise DataError(f"{path}: cannot read the story of {url.decode('utf-8', 'replace')} "
                     f"({e.strerror})") from e
   # Invalid bytes become U+FFFD, which the tokenizer deletes, as CoreNLP reading UTF-8 did.
-  article, highlights = split_story(raw.decode("utf-8", "replace").split("\n"), lowercase)
-  return Story(path, 0, article, highlights)
+  decoded = raw.decode("utf-8", "replace")
+  invalid = 0
+  if "\ufffd" in decoded:
+    # One U+FFFD can stand for up to three bytes, and the text may hold real ones: each invalid
+    # byte is one lone surrogate under surrogateescape.
+    invalid = sum(1 for c in raw.decode("utf-8", "surrogateescape") if "\udc80" <= c <= "\udcff")
+  article, highlights = split_story(decoded.split("\n"), lowercase)
+  return Story(path, 0, article, highlights, invalid)
 
 
 def jsonl_story(record):
@@ -268,14 +283,25 @@ def tokenized_records(stories, tokenize, workers=None):
 
 
 class SplitStats:
-  """What the report says about a split: stories without highlights or with an empty article,
-  which the original writes as they are (empty abstract or article)."""
+  """What the report says about a split: its records, stories without highlights or with an
+  empty article, which the original writes as they are (empty abstract or article), and story
+  files that are not valid UTF-8, whose invalid bytes the original drops."""
 
   def __init__(self):
+    self.records = 0
     self.no_highlights = []
     self.empty_article = []
+    self.not_utf8 = []  # (story file, invalid bytes)
+
+  def read(self, stories):
+    """Passes stories through, noting those that were not valid UTF-8."""
+    for story in stories:
+      if story.invalid_bytes:
+        self.not_utf8.append((story.source, story.invalid_bytes))
+      yield story
 
   def add(self, record):
+    self.records += 1
     if not record.abstract_sentences:
       self.no_highlights.append(record_name(record))
     if not record.article:
@@ -291,6 +317,11 @@ class SplitStats:
         more = ", ..." if len(names) > MAX_NAMED else ""
         lines.append(f"{split}: {len(names)} stories {what}: "
                      f"{', '.join(names[:MAX_NAMED])}{more}")
+    if self.not_utf8:
+      # Each is named: a story that lost characters is worth a look, and they are rare.
+      lines.append(f"{split}: {len(self.not_utf8)} stories not valid UTF-8 (their invalid "
+                   f"bytes dropped, as the original's CoreNLP step did):")
+      lines += [f"  {name}: {n} byte{'s' if n > 1 else ''}" for name, n in self.not_utf8]
     return "\n".join(lines)
 
 
@@ -357,27 +388,69 @@ class Source(NamedTuple):
   split: str
   total: int  # stories expected, for the ETA
   stories: Iterator[Story]  # read lazily
+  origin: str = ""  # the input, named if the split comes out empty
+  skips: records.SkipCounter | None = None  # where a JSONL source counts the records it skips
 
 
 def story_sources(stories_dirs, url_lists, lowercase):
-  """The splits whose url list is in `url_lists`; all stories are located before any is read."""
+  """Every split of the url lists in `url_lists`; all stories are located before any is read."""
   lists = {s: os.path.join(url_lists, f"all_{s}.txt") for s in SPLITS}
-  lists = {s: p for s, p in lists.items() if os.path.isfile(p)}
-  if not lists:
-    raise DataError(f"--url_lists={url_lists}: none of "
-                    f"{', '.join(f'all_{s}.txt' for s in SPLITS)} found")
+  missing = [p for p in lists.values() if not os.path.isfile(p)]
+  if missing:
+    raise DataError(f"--url_lists={url_lists}: no {', '.join(missing)} (the url lists of the "
+                    f"train, val and test splits, all three needed)")
   located = locate_stories(lists, stories_dirs)
-  return [Source(s, len(stories), (read_story(url, p, lowercase) for url, p in stories))
-          for s, stories in located.items()]
+  return [Source(s, len(stories), (read_story(url, p, lowercase) for url, p in stories),
+                 lists[s]) for s, stories in located.items()]
+
+
+def _first_object(path):
+  """(line index, object) of the first line of a JSONL file that holds a JSON object, or None."""
+  with open(path, "rb") as f:
+    for index, raw in enumerate(f):
+      try:
+        obj = json.loads(raw.decode("utf-8-sig"))
+      except (ValueError, RecursionError):  # blank, broken or not UTF-8: the reader skips it
+        continue
+      if isinstance(obj, dict):
+        return index, obj
+  return None
+
+
+def summary_key(path, article_key, abstract_key):
+  """The --abstract_key to read a JSONL file with, from its first record (a file's records
+  share their fields): the one given, or with the default (abstract_sentences, else abstract)
+  Hugging Face CNN/DM's `highlights` when the record has it and neither of the others. A first
+  record without the article field or the summary field is an error naming the fields it has."""
+  first = _first_object(path)
+  if first is None:
+    return abstract_key  # no record to go by: each line is skipped and counted
+  index, obj = first
+  where = f"{path}: line {index + 1} has the fields {', '.join(sorted(obj)) or '(none)'}"
+  if article_key not in obj:
+    raise DataError(f"{where}, no --article_key={article_key}: give the field of the article")
+  if abstract_key:
+    if abstract_key not in obj:
+      raise DataError(f"{where}, no --abstract_key={abstract_key}: give the field of the summary")
+    return abstract_key
+  if "abstract_sentences" in obj or "abstract" in obj:
+    return abstract_key
+  if HF_ABSTRACT_KEY in obj:
+    return HF_ABSTRACT_KEY
+  raise DataError(f"{where}, none of abstract_sentences, abstract or {HF_ABSTRACT_KEY}: give the "
+                  f"field of the summary with --abstract_key")
 
 
 def jsonl_sources(globs, skips, article_key, abstract_key):
   sources = []
   for split, pattern in globs.items():
     paths = records.expand_glob(pattern, f"--{split}_jsonl")
-    recs = (r for p in paths for r in records.read_jsonl(p, skips, article_key, abstract_key))
+    keys = [summary_key(p, article_key, abstract_key) for p in paths]
+    recs = (r for p, key in zip(paths, keys)
+            for r in records.read_jsonl(p, skips, article_key, key))
     total = sum(records.count_records(p, "jsonl") for p in paths)
-    sources.append(Source(split, total, (jsonl_story(r) for r in recs)))
+    sources.append(Source(split, total, (jsonl_story(r) for r in recs),
+                          f"--{split}_jsonl={pattern}", skips))
   return sources
 
 
@@ -391,9 +464,13 @@ def _write_all(sources, staging, tokenizer, lowercase, chunk_size, max_size, out
     stats = SplitStats()
     progress = Progress(source.split, source.total, out=out)
     split_counts = collections.Counter() if source.split == "train" else None
-    recs = _counted(tokenized_records(source.stories, tokenize), stats, progress, split_counts)
+    skipped_before = collections.Counter(source.skips.counts if source.skips else ())
+    recs = _counted(tokenized_records(stats.read(source.stories), tokenize), stats, progress,
+                    split_counts)
     names += write_split(recs, staging, source.split, chunk_size)
     progress.finish()
+    if not stats.records:
+      raise DataError(_empty_split(source, skipped_before))
     summary = stats.summary(source.split)
     if summary:
       print(summary, file=out, flush=True)
@@ -406,15 +483,39 @@ def _write_all(sources, staging, tokenizer, lowercase, chunk_size, max_size, out
   return names
 
 
-def make_datafiles(sources, out_dir, tokenizer, lowercase, chunk_size=CHUNK_SIZE,
-                   max_size=VOCAB_SIZE, out=sys.stdout):
-  """Tokenises and writes every source's split, then the vocab of the train split."""
+def _empty_split(source, skipped_before):
+  """The error for a split without records: its input and, for JSONL, what was skipped."""
+  why = ""
+  if source.skips is not None:
+    skipped = records.SkipCounter()
+    skipped.counts = source.skips.counts - skipped_before
+    why = f": {skipped.summary()}"
+  return f"{source.split}: no records from {source.origin}{why}; nothing written"
+
+
+def check_out_dir(out_dir, splits):
+  """Refuses an --out_dir that cannot be made or written in, or that holds finished files of
+  `splits`; cheap, so that it is checked before any input is read."""
   if not out_dir:
     raise DataError("--out_dir is required (the directory for the finished files)")
-  present = _outputs_present(out_dir, [s.split for s in sources])
+  existing = os.path.abspath(out_dir)
+  while not os.path.exists(existing):
+    existing = os.path.dirname(existing)
+  if not os.path.isdir(existing):
+    raise DataError(f"--out_dir={out_dir}: {existing} is a file, not a directory")
+  if not os.access(existing, os.W_OK | os.X_OK):
+    raise DataError(f"--out_dir={out_dir}: {existing} is not writable")
+  present = _outputs_present(out_dir, splits)
   if present:
     raise DataError(f"--out_dir={out_dir} already holds {len(present)} finished files (e.g. "
                     f"{present[0]}); remove them or choose another directory")
+
+
+def make_datafiles(sources, out_dir, tokenizer, lowercase, chunk_size=CHUNK_SIZE,
+                   max_size=VOCAB_SIZE, out=sys.stdout):
+  """Tokenises and writes every source's split, then the vocab of the train split; a split
+  without records is an error, and nothing is written."""
+  check_out_dir(out_dir, [s.split for s in sources])
   staging = os.path.join(out_dir, STAGING)
   # Left by a run that was killed: nothing in it is finished.
   shutil.rmtree(staging, ignore_errors=True)
@@ -432,11 +533,17 @@ def make_datafiles(sources, out_dir, tokenizer, lowercase, chunk_size=CHUNK_SIZE
         f"{sum(n.startswith('chunked') for n in names)} chunked files to {out_dir}", file=out)
 
 
-def _sources_from_flags():
+def _jsonl_globs():
+  """{split: glob} of the --<split>_jsonl flags given; flags that contradict are an error."""
   globs = {s: FLAGS[f"{s}_jsonl"].value for s in SPLITS if FLAGS[f"{s}_jsonl"].value}
   if globs and (FLAGS.stories_dir or FLAGS.url_lists):
     raise DataError("give either --stories_dir and --url_lists or --train_jsonl/--val_jsonl/"
                     "--test_jsonl, not both")
+  return globs
+
+
+def _sources_from_flags():
+  globs = _jsonl_globs()
   if globs:
     skips = records.SkipCounter()
     return jsonl_sources(globs, skips, FLAGS.article_key, FLAGS.abstract_key), skips
@@ -462,7 +569,7 @@ def _define_flags():
   flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the "
                       "summary (a newline-separated string such as Hugging Face CNN/DM's "
                       "highlights, or a list of sentences). Empty: abstract_sentences if present, "
-                      "else abstract.")
+                      "else abstract, else highlights.")
   flags.DEFINE_enum("tokenizer", "ptb", text.TOKENIZERS,
                     "ptb tokenises as the original's CoreNLP step.")
   flags.DEFINE_bool("lowercase", True, "Lower-case the text, as the original.")
@@ -475,6 +582,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   try:
+    check_out_dir(FLAGS.out_dir, list(_jsonl_globs()) or SPLITS)
     sources, skips = _sources_from_flags()
     make_datafiles(sources, FLAGS.out_dir, FLAGS.tokenizer, FLAGS.lowercase, FLAGS.chunk_size,
                    FLAGS.max_size)
