@@ -119,8 +119,8 @@ class RecordSource:
   """Yields (article, abstract) strings from the data files, in the order the mode needs.
 
   Training: file order shuffled each epoch, forever, with a line in the log for the epochs
-  finished, at most one per `log_every` examples (input_pipeline: the examples of one
-  --log_every_n_steps interval of the training log). single_pass: files sorted, one pass.
+  finished: one per epoch, or with `log_every`, at most one per interval of the training log.
+  single_pass: files sorted, one pass.
   Abstract sentences are joined with newlines, which the decoder's reference writer splits on
   and tokenisation treats as spaces (whitespace, punct) or as line ends (ptb: each sentence is
   a line, with its own missing period added, as in the original's data).
@@ -128,10 +128,12 @@ class RecordSource:
 
   def __init__(self, data_path, data_format="auto", single_pass=False, seed=None,
                num_shards=1, shard_index=0, skip=0, article_key=records.ARTICLE_KEY,
-               abstract_key=records.DEFAULT_ABSTRACT_KEY, log_every=0):
+               abstract_key=records.DEFAULT_ABSTRACT_KEY, log_every=0, log_ahead=0):
     self.paths = records.expand_glob(data_path)
-    # Data smaller than the training log's interval would otherwise print a line per pass.
+    # Data smaller than the training log's interval would otherwise print a line per pass: the
+    # examples of one interval, and how many the pipeline takes ahead of the training.
     self.log_every = log_every
+    self.log_ahead = log_ahead
     self.keys = (article_key, abstract_key)  # JSONL field names
     if num_shards > 1:
       self.paths = self.paths[shard_index::num_shards]
@@ -162,8 +164,9 @@ class RecordSource:
 
   def _examples(self):
     epoch = 0
-    logged = 0  # the last epoch a line was logged for
-    since_line = 0  # examples yielded since that line
+    total = 0  # examples yielded
+    logged = (0, 0)  # the epoch and the total of the last line
+    next_interval = 0  # the first interval of the training log without a line
     while True:
       paths = list(self.paths)
       if not self.single_pass:
@@ -183,10 +186,19 @@ class RecordSource:
       if not yielded:
         raise DataError(f"--data_path: no usable example in {', '.join(paths)}")
       epoch += 1
-      since_line += yielded
-      if since_line >= self.log_every:
-        self._log_epochs(logged + 1, epoch, since_line)
-        logged, since_line = epoch, 0
+      total += yielded
+      interval = self._interval(total)
+      if interval >= next_interval:
+        self._log_epochs(logged[0] + 1, epoch, total - logged[1])
+        logged, next_interval = (epoch, total), interval + 1
+
+  def _interval(self, total):
+    """The interval of the training log (each epoch without `log_every`) that the training is
+    in when `total` examples have been yielded, counted from the middle of an interval: how far
+    the pipeline runs ahead varies, and a line half an interval from either end stays in it."""
+    if not self.log_every:
+      return total
+    return (total - self.log_ahead - self.log_every // 2) // self.log_every
 
   def _log_epochs(self, first, last, examples):
     if self.skips.total:
@@ -194,8 +206,15 @@ class RecordSource:
     if first == last:
       logging.info("Finished data epoch %d; starting the next.", last)
     else:
-      logging.info("Finished data epochs %d-%d (%d examples since the previous such line); "
-                   "starting the next.", first, last, examples)
+      logging.info("Finished data epochs %d-%d (%d examples); starting the next.", first, last,
+                   examples)
+
+
+def _log_every_batches(hps):
+  """Batches in an interval of the data-epoch lines: the training log's, and no fewer than the
+  bucketing cache the source fills ahead of the training (its variation would exceed half an
+  interval)."""
+  return max(hps.log_every_n_steps, BUCKETING_CACHE_BATCHES)
 
 
 def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=1,
@@ -208,7 +227,8 @@ def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=
   (`raise_if_failed`)."""
   source = RecordSource(hps.data_path, hps.data_format, single_pass=single_pass, seed=hps.seed,
                         num_shards=num_shards, shard_index=shard_index, skip=skip,
-                        log_every=hps.log_every_n_steps * (batch_size or hps.batch_size),
+                        log_every=_log_every_batches(hps) * (batch_size or hps.batch_size),
+                        log_ahead=BUCKETING_CACHE_BATCHES * (batch_size or hps.batch_size),
                         **json_fields(hps))
   batches = make_dataset(source, vocab.lookup_table(), len(vocab),
                          hps.replace(single_pass=single_pass), batch_size)

@@ -220,22 +220,29 @@ def test_data_epoch_lines_at_most_one_per_log_interval(tmp_path, caplog):
   path = tmp_path / "train.jsonl"
   path.write_text("".join(json.dumps({"article": f"a{i}", "abstract": "b"}) + "\n"
                           for i in range(20)) + "{broken\n", encoding="utf-8")
-  hps = config.HParams(data_path=str(path), batch_size=4, log_every_n_steps=25, seed=0)
-  # The training log's interval: 25 steps of 4 examples.
-  source, _ = data.input_pipeline(hps, vocab_lib.Vocab(WORDS), single_pass=False)
-  assert source.log_every == 100
+  hps = config.HParams(data_path=str(path), batch_size=1, log_every_n_steps=100, seed=0)
+  vocab = vocab_lib.Vocab(WORDS)
+  source, _ = data.input_pipeline(hps, vocab, single_pass=False)
+  # The training log's interval, 100 steps of 1 example; the bucketing cache, 100 batches.
+  assert (source.log_every, source.log_ahead) == (100, 100)
+  # An interval no shorter than the cache, whose fill varies by more than half a short one.
+  hps_10 = hps.replace(batch_size=4, log_every_n_steps=10)
+  assert data.input_pipeline(hps_10, vocab, single_pass=False)[0].log_every == 400
   with caplog.at_level("INFO", logger="absl"):
-    # The 3,001st example is the first of epoch 151: 150 epochs of 20 finished, a line per 5.
+    # 3,001 examples: 150 epochs of 20 finished. After 20e examples the training has taken
+    # about 20e - 100; a line when that passes the middle of an interval, 50 + 100 k: at epochs
+    # 8, 13, 18, ..., 148.
     assert len(list(itertools.islice(source(), 3001))) == 3001
   assert [m for m in caplog.messages if m.startswith("Finished data epoch")] == [
-      f"Finished data epochs {k + 1}-{k + 5} (100 examples since the previous such line); "
-      "starting the next." for k in range(0, 150, 5)]
+      "Finished data epochs 1-8 (160 examples); starting the next."] + [
+          f"Finished data epochs {e - 4}-{e} (100 examples); starting the next."
+          for e in range(13, 149, 5)]
   summaries = [m for m in caplog.messages if m.startswith("Data: ")]
-  assert len(summaries) == 30
-  assert summaries[-1] == ("Data: skipped 150 records (invalid JSON: 150); only the first 20 "
+  assert len(summaries) == 29
+  assert summaries[-1] == ("Data: skipped 148 records (invalid JSON: 148); only the first 20 "
                            "of each reason were logged")
   caplog.clear()
-  # Data larger than the interval (or no interval given): a line per epoch.
+  # Without an interval: a line per epoch.
   with caplog.at_level("INFO", logger="absl"):
     list(itertools.islice(data.RecordSource(str(path), seed=0)(), 41))
   assert [m for m in caplog.messages if m.startswith("Finished data epoch")] == [
