@@ -210,13 +210,6 @@ class RecordSource:
                    examples)
 
 
-def _log_every_batches(hps):
-  """Batches in an interval of the data-epoch lines: the training log's, and no fewer than the
-  bucketing cache the source fills ahead of the training (its variation would exceed half an
-  interval)."""
-  return max(hps.log_every_n_steps, BUCKETING_CACHE_BATCHES)
-
-
 def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=1,
                    shard_index=0):
   """(source, batches) of --data_path as every mode reads it: the data flags of `hps` (format,
@@ -225,11 +218,14 @@ def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=
   batches; else shuffled forever and bucketed by article length, from this worker's shard of the
   files. The source counts the records and skips and keeps the error that ended the data
   (`raise_if_failed`)."""
+  batch = batch_size or hps.batch_size
+  # Data-epoch lines per interval of the training log, which is taken no shorter than the
+  # bucketing cache the source fills ahead of the training: that fill varies by more than half
+  # a shorter interval.
   source = RecordSource(hps.data_path, hps.data_format, single_pass=single_pass, seed=hps.seed,
                         num_shards=num_shards, shard_index=shard_index, skip=skip,
-                        log_every=_log_every_batches(hps) * (batch_size or hps.batch_size),
-                        log_ahead=BUCKETING_CACHE_BATCHES * (batch_size or hps.batch_size),
-                        **json_fields(hps))
+                        log_every=max(hps.log_every_n_steps, BUCKETING_CACHE_BATCHES) * batch,
+                        log_ahead=BUCKETING_CACHE_BATCHES * batch, **json_fields(hps))
   batches = make_dataset(source, vocab.lookup_table(), len(vocab),
                          hps.replace(single_pass=single_pass), batch_size)
   return source, batches

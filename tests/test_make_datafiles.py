@@ -461,7 +461,8 @@ def test_command_line(tmp_path):
                    f"--out_dir={tmp_path}/out_url_list"],
       "fields": [f"--val_jsonl={tmp_path}/val.jsonl", f"--out_dir={tmp_path}/out_fields"],
       "empty": [f"--train_jsonl={tmp_path}/val.jsonl", "--article_key=document",
-                "--abstract_key=summary", f"--val_jsonl={tmp_path}/empty.jsonl", f"--out_dir={tmp_path}/out_empty"],
+                "--abstract_key=summary", f"--val_jsonl={tmp_path}/empty.jsonl",
+                f"--out_dir={tmp_path}/out_empty"],
   }
   # Started together: each process pays TensorFlow's import time.
   stories = start(os.path.join("tools", "make_datafiles.py"), f"--stories_dir={dirs[0]}",
