@@ -5,6 +5,9 @@ reaches a model trained on that data (or its vocab) as the same tokens. CoreNLP'
 longest-match lexer with a little trailing context; here it is stages of RE2 passes
 (`tf.strings.regex_replace`, a core op every TensorFlow runtime and TF Serving has):
 
+0. Markup (SGML/XML tags, e-mail addresses in angle brackets), which CoreNLP keeps whole with
+   whatever quotes, entities and words it holds, is taken out first and a mark left in its
+   place: one token, put back at the end, and context for the rules around it.
 1. `_PRE`: rewrites that need context. RE2 has no look-ahead, so a rule that depends on what
    follows (an abbreviation's period before a capital, a quote's direction, `'s` before a
    non-letter) captures that context and writes it back, and either inserts a space (a split),
@@ -13,13 +16,14 @@ longest-match lexer with a little trailing context; here it is stages of RE2 pas
      _KEPT_DOT     a period that belongs to the word before it (`Mr.`, `U.S.`, `Inc.`);
      _LEFT_APOS    a straight `'` that opens a quotation (becomes a backtick);
      _CLITIC_APOS  the apostrophe that starts a clitic (`'s`, `'ll`, `n't`);
-     _WORD_APOS    an apostrophe inside a word (`O'Neill`, `'T is`, `Y' all`).
+     _WORD_APOS    an apostrophe inside a word (`O'Neill`, `'T is`, `Y' all`);
+     _WORD_BACKTICK a backtick or left quote inside a word (`Mu`ammar`).
 2. The lexer: `_SPECIAL` then `_TOKEN`, alternations that match a whole token at each position,
    leftmost-first, with alternatives ordered so that the first one to match is the one
    CoreNLP's longest match picks. Every token is wrapped in `_DELIM` (never in text), and the
    text is split on it.
 3. `_POST`: per-token rewrites: PTB escapes of brackets, quotes, dashes, ellipses, currency and
-   the markers back to their characters.
+   the markers back to their characters; then the markup back in place of its marks.
 
 Text is processed a line at a time: a line ends as CoreNLP with -preserveLines sees the end of
 its input. (Inside a story file a few rules also look across a line break: an acronym or `m.`
@@ -35,21 +39,47 @@ _KEPT_DOT = "\ue000"
 _LEFT_APOS = "\ue001"
 _CLITIC_APOS = "\ue002"
 _WORD_APOS = "\ue003"
+_WORD_BACKTICK = "\ue004"
+# Brackets the name of an accented letter written as an entity (`&eacute;`): a letter inside
+# a word.
+_ENTITY_LETTER = "\ue005"
+# Stand in the text for markup taken out before the rewrites (see _take_out_markup).
+_TAG_MARK = "\ue010"
+_EMAIL_MARK = "\ue011"
+_M = _TAG_MARK + _EMAIL_MARK
+_MARKS = "[" + _M + "]"
+# Never inside a special token: the delimiter of a token already made, a mark of markup.
+_APART = _DELIM + _M
+
+
+def _email(excluded):
+  """An e-mail address whose parts hold no space, `"<>|(){}` nor any of `excluded`."""
+  part = "[^ \"<>|(){}" + excluded
+  return "[a-zA-Z0-9]" + part + "]*@(?:" + part + ".]+\\.)*" + part + ".]+"
+
+
+# Markup, one token each, taken out of the text before any rewrite because it may hold quotes,
+# entities and words that are left as they are: SGML/XML tags (spaces inside become no-break
+# spaces), comments, processing instructions, and e-mail addresses in angle brackets.
+_NAME = r"[A-Za-z][A-Za-z0-9_:.-]*"
+_TAG = ("<(?:[!?][A-Za-z-][^>" + _APART + "]*|/" + _NAME + "|" + _NAME + "(?: +" + _NAME +
+        "(?: *= *(?:'[^'" + _APART + "]*'|\"[^\"" + _APART + "]*\"|" + _NAME + "))?)* */?) *>")
+_BRACKETED_EMAIL = "(?:<|(?i:&lt;))" + _email("&" + _APART) + "(?:>|(?i:&gt;))?"
 
 _ALNUM = r"[\pL\pM\p{Nd}]"  # letters (with combining marks) and decimal digits
 # Apostrophes (ASCII and U+2019, to which CP1252's is mapped first) and the opening-quote
 # marker.
 _APOS = r"['\x{2019}" + _LEFT_APOS + "]"
 # Also accepted inside a word: backtick, the left single quotes, the inner-apostrophe marker.
-_APOSX = r"['\x{2019}`\x{2018}\x{201B}" + _LEFT_APOS + _WORD_APOS + "]"
+_APOSX = r"['\x{2019}`\x{2018}\x{201B}" + _LEFT_APOS + _WORD_APOS + _WORD_BACKTICK + "]"
 _START = r"(^|[^\pL\pM\p{Nd}])"  # what may precede a token that starts with a letter
 
 # Abbreviations. CoreNLP's lexer is case-insensitive for literal text, but a few state names
 # must start with a capital (`ill.` and `mass.` are ordinary words).
 # Keep their period; a sentence ends after them before a capital, a blank or the end of text.
 _ABBREV1 = ("(?i:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|mon|tue|tues|wed|thu|thurs|fri"
-            "|ala|ariz|colo|conn|ct|dak|fla|ga|ind|kans?|ky|md|mich|minn|mo|mont|neb|nev|okla"
-            "|penn|tenn|va|vt|wyo|wisc?"
+            "|ala|ariz|calif|colo|conn|ct|dak|fla|ga|ind|kans?|ky|md|mich|minn|mo|mont|neb|nev"
+            "|okla|penn|tenn|va|vt|wyo|wisc?"
             "|inc|cos?|corp|pp?t[ye]s?|ltd|plc|rt|bancorp|bhd|assn|univ|intl|sys"
             "|tel|est|ext|sq|jr|sr|bros|ed\\.d|ph\\.d|blvd|rd|esq|etc|al|seq|bldg)"
             "|A(?i:z|rk)|D(?i:el)|I(?i:ll)|L(?i:a)|M(?i:ass|iss)|O(?i:re)|P(?i:a)|T(?i:ex)"
@@ -69,7 +99,24 @@ _SENTENCE_STARTS = (
     "|O(?i:nce|ne|ther|ur)|S(?i:he|ince|o|ome|uch)"
     "|T(?i:hat|he|heir|hen|here|hese|hey|his)|W(?i:e|hen|hile|hat|ho|hy)|Y(?i:et|ou)")
 
+# A sentence-starting word or a tag, and then a space, `?` or `!`.
+_STARTS_SENTENCE = "(?:" + _SENTENCE_STARTS + "|" + _TAG_MARK + ")(?: |[?!])"
+
 _NOT_WORDCHAR = r"([^\pL\pM\p{Nd}]|$)"  # what may follow a token that ends in a letter or digit
+
+# An apostrophe inside a word is one of two kinds, and keeps its kind: straight (also U+2019)
+# or backtick (also U+2018). Each with the mark that keeps it inside the word.
+_APOSTROPHE_KINDS = ((r"['\x{2019}]", _WORD_APOS), (r"[`\x{2018}]", _WORD_BACKTICK))
+
+# File names: letters and digits joined by - ~ . ! _ / #, then a known extension. With a
+# one-letter extension the name must not be an acronym (`3.x` and `stdio.h` are files, the
+# `D.C` of `D.C.` is not).
+_FILE_PART = "(?:[-~.!_/#]" + _ALNUM + "+)*"
+_FILENAME = (
+    "(?:" + _ALNUM + "+" + _FILE_PART + r"\.(?i:3gp|avi|bat|bmp|bz2|class|cgi|cpp|dll|docx?|exe"
+    "|flv|gif|gz|html?|jar|java|jpe?g|mov|mp[34g]|mpeg|pdf|php|pl|png|ppt|ps|py|sql|tar|txt|wav"
+    r"|xml|zip)|(?:[A-Za-z]\.)*(?:" + _ALNUM + "{2,}|[^A-Za-z\\PL]" + _ALNUM + r"*|[\p{Nd}\pM]"
+    + _ALNUM + "*|[A-Za-z][-~!_/#]" + _ALNUM + "+)" + _FILE_PART + r"\.(?i:[chox]))")
 
 _PRE = (
     # HTML entities CoreNLP decodes (the dashes become the PTB dash below).
@@ -86,24 +133,31 @@ _PRE = (
     # Characters CoreNLP skips: NUL, DEL, zero-width and bidi marks, BOM, U+FFFD, `&nbsp;`, and
     # everything beyond the BMP (3.7.0's lexer cannot read it and deletes it).
     (r"[\x00\x7f\x{200b}\x{200e}\x{200f}\x{feff}\x{fffd}\x{10000}-\x{10ffff}]|(?i:&nbsp;)", ""),
-    # A soft hyphen inside a word disappears; alone it is a hyphen.
-    (r"(" + _ALNUM + r")\x{ad}+(" + _ALNUM + ")", r"\1\2"),
+    # A soft hyphen beside a letter or digit belongs to that word or number and disappears
+    # (`co\xadoperate`, `D-\xadIll.`, `\xad2` -> `2`); alone it is a hyphen.
+    (r"(" + _ALNUM + r")\x{ad}+|\x{ad}+(" + _ALNUM + ")", r"\1\2"),
     (r"\x{ad}", "-"),
     # A U+2010 hyphen counts only inside a word; alone it is deleted.
     (r"(" + _ALNUM + r")[\x{2010}\x{2011}](" + _ALNUM + ")", r"\1-\2"),
     (r"[\x{2010}\x{2011}]", ""),
     # Whitespace (no-break space included: tokens that keep a space get U+00A0 back at the end).
     (r"[\t\x{a0}\x{2000}-\x{200a}\x{3000}\x{2028}\x{2029}\x0b\x0c\r\n]", " "),
-    # Other control and format characters are untokenisable: deleted.
-    (r"[\p{Cc}\p{Cf}\p{Co}]", ""),
+    # Other control, format and private-use characters are untokenisable: deleted (all but the
+    # marks that stand for markup taken out).
+    (r"[\p{Cc}\p{Cf}\x{e000}-\x{e00f}\x{e012}-\x{f8ff}]", ""),
+    # An accented vowel written as an entity is a letter inside its word (`Elys&eacute;`).
+    (r"&([aeiouAEIOU](?i:acute|grave|uml));", _ENTITY_LETTER + r"\1" + _ENTITY_LETTER),
     # Character entities that CoreNLP keeps as one token.
     (r"(&(?i:ht|tl|ur|lr|qc|ql|qr|odq|cdq|#[0-9]+);)", _DELIM + r"\1" + _DELIM),
     # Dashes and ellipsis characters are tokens of their own.
     (r"[\x{2013}\x{2014}\x{2015}]", " -- "),
     (r"\x{2026}", " ... "),
-    # Four or more dots before a word: the last is a sentence's period.
-    (r"(\.\.\.+)(\. +\pL)", r"\1 \2"),
-    # A word keeps its period before , ; or : (first: a smiley would take the `:`).
+    # Four or more dots, spaced or not, before a word: the last is a sentence's period.
+    (r"(\.\.\.+|\.(?: \.){2,})( ?\. +\pL)", r"\1 \2"),
+    # A word or a hyphenated word keeps its period before , ; or : (`Ore.,`, `D-Ill.,`; first: a
+    # smiley would take the `:`).
+    (_START + "(" + _ALNUM + r"[\pL\pM\p{Nd}.,]*(?:[-_]" + _ALNUM + r"+)+\.)([,;:])",
+     r"\1" + _DELIM + r"\2" + _DELIM + r"\3"),
     (_START + r"(\pL" + _ALNUM + r"*(?:[.!?]\pL" + _ALNUM + r"*)*)\.([,;:])",
      r"\1\2" + _KEPT_DOT + r"\3"),
     # Smileys before a non-word character are tokens (their brackets escaped later).
@@ -140,21 +194,30 @@ _PRE = (
     (r"\b([yY])['\x{2019}]([a-z])", r"\1" + _WORD_APOS + r" \2"),
     (_START + r"['\x{2019}](\p{Nd}\p{Nd} )", r"\1" + _WORD_APOS + r"\2"),
     # Inside a word: O'Neill, d'Arcy, l'Oreal at its start; Shi'ite between lower-case vowels.
-    (_START + r"([dDoOlL])['\x{2019}`\x{2018}](" + _ALNUM + ")", r"\1\2" + _WORD_APOS + r"\3"),
-    (_START + r"([A-HJ-XZn])['\x{2019}`\x{2018}](\pL\pL)", r"\1\2" + _WORD_APOS + r"\3"),
-    (r"([aeiouy])['\x{2019}`\x{2018}]([aeiou])", r"\1" + _WORD_APOS + r"\2"),
+    # A backtick or left quote there stays one (`Mu`ammar`, `Mu\u2018ammar` -> `Mu`ammar`).
+    *((_START + r"([dDoOlL])" + apostrophe + "(" + _ALNUM + ")", r"\1\2" + mark + r"\3")
+      for apostrophe, mark in _APOSTROPHE_KINDS),
+    *((_START + r"([A-HJ-XZn])" + apostrophe + r"(\pL\pL)", r"\1\2" + mark + r"\3")
+      for apostrophe, mark in _APOSTROPHE_KINDS),
+    *((r"([aeiouy])" + apostrophe + "([aeiou])", r"\1" + mark + r"\2")
+      for apostrophe, mark in _APOSTROPHE_KINDS),
     # Any other straight single quote before a letter and then a non-space opens a quotation.
     (r"'(\pL[^ ])", _LEFT_APOS + r"\1"),
+    # File names are tokens (before acronyms take a period: `D.C.` is no file, `3.x.` is one).
+    (r"(^|[^\pL\pM\p{Nd}_~.!/#:@&$\\-])(" + _FILENAME + r")\b", r"\1" + _DELIM + r"\2" + _DELIM),
+    # `OK!` before "Magazine" keeps its `!`.
+    (_START + r"((?i:ok)!)( (?i:magazine))", r"\1" + _DELIM + r"\2" + _DELIM + r"\3"),
     # An acronym before a sentence-starting word ends the sentence: it keeps its period and a
     # `.` token follows; a single letter (`I.`, the `m.` of `1.2m.`) loses its period to it.
-    (r"\b([A-Za-z](?:\.[A-Za-z])+)\.( +(?:" + _SENTENCE_STARTS + r")(?: |[?!]))",
-     r"\1" + _KEPT_DOT + r" .\2"),
-    (r"\b([A-Za-z])\.( +(?:" + _SENTENCE_STARTS + r")(?: |[?!]))", r"\1 .\2"),
+    (r"\b([A-Za-z](?:\.[A-Za-z])+)\.( +" + _STARTS_SENTENCE + ")", r"\1" + _KEPT_DOT + r" .\2"),
+    (r"\b([A-Za-z])\.( +" + _STARTS_SENTENCE + ")", r"\1 .\2"),
     # Abbreviations keep their period unless a letter or digit follows it (Mr.Benn and
     # amazon.co.uk are one word). `Co.` and `Pty.` before Ltd/Limited do not end a sentence.
     (r"\b((?i:pt[ey]|co))\.( (?i:ltd|lim))", r"\1" + _KEPT_DOT + r"\2"),
-    # ABBREV1 before a space and a capital, two spaces, or the end of the line: also a `.`.
-    (r"\b(" + _ABBREV1 + r")\.( [ \p{Lu}]|[^\pL\pM\p{Nd}]?$)", r"\1" + _KEPT_DOT + r" .\2"),
+    # ABBREV1 before a space and a capital or a tag, two spaces, or the end of the line: also a
+    # `.`.
+    (r"\b(" + _ABBREV1 + r")\.( [ \p{Lu}" + _TAG_MARK + r"]|[^\pL\pM\p{Nd}]?$)",
+     r"\1" + _KEPT_DOT + r" .\2"),
     (r"\b(" + _ABBREV1 + r")\." + _NOT_WORDCHAR, r"\1" + _KEPT_DOT + r"\2"),
     (r"\b(" + _ABBREV3 + r")\.( ?\p{Nd})", r"\1" + _KEPT_DOT + r"\2"),
     (r"\b((?i:so|no))\.( +(?i:africa|korea|cal))", r"\1" + _KEPT_DOT + r"\2"),
@@ -171,7 +234,7 @@ _PRE = (
 # is ASCII.
 _L = (r"A-Za-z\x{c0}-\x{d6}\x{d8}-\x{f6}\x{f8}-\x{1fff}\x{2c00}-\x{2dff}\x{2e80}-\x{2fff}"
       r"\x{3040}-\x{d7ff}\x{f900}-\x{fdff}\x{fe70}-\x{fefe}\x{ff21}-\x{ff3a}\x{ff41}-\x{ff5a}"
-      r"\x{ff66}-\x{ffdc}")
+      r"\x{ff66}-\x{ffdc}" + _ENTITY_LETTER)
 _LETTER = "[" + _L + "]"
 _WORDCHAR = "[0-9" + _L + "]"
 _NUMBER = r"[-+]?(?:[0-9]+(?:[.:,][0-9]+)+|[0-9]*(?:[.,][0-9]+)+)"  # with separators
@@ -181,33 +244,44 @@ _APO_PREFIX = r"(?:[dDoOlL]" + _APOSX + r")"  # d'Avignon, O'Neill, l'Oreal
 _PART = (r"(?:" + _APO_PREFIX + "?" + _WORDCHAR + r"+|[A-Za-z](?:\.[A-Za-z])+" + _KEPT_DOT +
          ")")
 
-# Tokens that may contain characters which elsewhere separate tokens (URLs, e-mail, tags, phone
+_EMAIL = _email(_APART)
+# CoreNLP's list of swear words with letters starred or dashed out (`f**k`, `sh*tty`); its
+# letters match either case, its character classes as written.
+_SWEARING = ("(?i:f(?-i:[-*][-c*])k(?:in[g']?|e[dr])?|f[-*](?:in[g']?|e[dr])"
+             "|(?:bull|dip)?s(?-i:[h@])[-*#]t(?:ty|e|box|s)?|c[-*]nts?|p[-*]ss(?:e[sd]|ing)?"
+             "|c[-*]ck|b[-*]tch|t[-*]ts|tw[-*]ts?|cr[-*]p|d[-*]cks?|b[-*](?-i:[-*s])t[-*]rds?"
+             "|pr[-*]ck|d[-*]mn|bl[-*]{2}dy)")
+
+# Tokens that may contain characters which elsewhere separate tokens (URLs, e-mail, phone
 # numbers and fractions with a space); matched first, and only where a token starts.
 _SPECIAL = "|".join((
-    # SGML/XML tags.
-    r"</?[A-Za-z][A-Za-z0-9_:.-]*(?: +[A-Za-z][A-Za-z0-9_:.-]*(?: *= *[^ <>]+)?)* */?>",
+    # Programming languages: C++, C#, F#.
+    r"(?i:c\+\+|[cf]#)",
     # URLs, e-mail addresses, @names and #hashtags. A likely URL's host parts exclude `,` to
     # `_` (a character range in CoreNLP's pattern), i.e. capitals and digits.
     # A URL does not end in punctuation (nor in a period marked as an abbreviation's).
-    r"(?i:ftp|svn|svn\+ssh|https?|mailto)://[^ \"<>|(){}\[\]]*[^ \"'<>|.!?(){},;:&\[\]"
-    + _KEPT_DOT + "-]",
-    r"(?:www\.(?:[^ \"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}|(?:[^ \"`'<>|.!?(){},-_$]+\.)+"
-    r"(?i:com|net|org|edu)(?:\.[A-Za-z]+)*)(?:/[^ \"<>|()]*[^ \"<>|.!?(){}," + _KEPT_DOT +
-    "-])?",
-    r"[a-zA-Z0-9][^ \"<>|(){}]*@(?:[^ \"<>|(){}.]+\.)*[^ \"<>|(){}.]+",
+    r"(?i:ftp|svn|svn\+ssh|https?|mailto)://[^ \"<>|(){}\[\]" + _APART + r"]*[^ \"'<>|.!?(){},;:&"
+    r"\[\]" + _KEPT_DOT + _APART + "-]",
+    r"(?:www\.(?:[^ \"<>|.!?(){}," + _APART + r"]+\.)+[a-zA-Z]{2,4}|(?:[^ \"`'<>|.!?(){},-_$" +
+    _APART + r"]+\.)+(?i:com|net|org|edu)(?:\.[A-Za-z]+)*)(?:/[^ \"<>|()" + _APART +
+    r"]*[^ \"<>|.!?(){}," + _KEPT_DOT + _APART + "-])?",
+    _EMAIL,
     r"@[a-zA-Z_][a-zA-Z_0-9]*",
     "#" + _LETTER + _WORDCHAR + "*",
     # Currency signs: US$, C$, $, and ## runs before the single #.
     r"[A-Z]*\$",
     r"##+",
-    # Dates, phone numbers and fractions (the latter two may hold a space).
+    # ISO 8601 date and time; dates, phone numbers and fractions (the latter two may hold a
+    # space).
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?i:t)[0-9]{2}:[0-9]{2}:[0-9]{2}",
     r"[0-9]{1,2}[-/][0-9]{1,2}[-/][0-9]{2,4}",
     r"(?:\([0-9]{2,3}\) ?|(?:[0-9]{2,4}[- ])?[0-9]{2,4}[- ])[0-9]{3,4}[- ]?[0-9]{3,5}",
     # Words joined by slashes (HIV/AIDS, km/h, 2/3rds).
     _WORDCHAR + "+(?:-" + _LETTER + "+){0,2}(?:\\\\?/" + _WORDCHAR + "+(?:-" + _LETTER +
     "+){0,2}){1,2}",
     r"(?:[0-9]{1,4}[- ])?[0-9]{1,4}\\?[/\x{2044}][0-9]{1,4}",
-    # Company names with & or + (AT&T, S&P).
+    # Company names with & or + (AT&T, S&P), and two of the Treebank's: S&Ls, S&P-500.
+    r"(?i:s&ls|s&p-500)",
     r"[A-Z]+(?:[+&][A-Z]+)+",
 ))
 
@@ -217,10 +291,15 @@ _TOKEN = "|".join((
     # Already decided: PTB double quotes, words with a marked apostrophe.
     r"``|''",
     "[" + _CLITIC_APOS + _WORD_APOS + "]" + _WORDCHAR + "+",
-    _WORDCHAR + "+(?:" + _WORD_APOS + _WORDCHAR + "+)+",
+    _WORDCHAR + "+(?:[" + _WORD_APOS + _WORD_BACKTICK + "]" + _WORDCHAR + "+)+",
     # Hyphenated words and numbers stay whole (3-year-old, 2014-15, U.S.-led, 1,000-strong).
     _APO_PREFIX + "?" + _WORDCHAR + "[0-9" + _L + ".," + _KEPT_DOT + "]*(?:[-_]" +
     _PART + ")+",
+    # Swear words with letters starred out (f**k, sh*t), as CoreNLP lists them.
+    _SWEARING,
+    # Asian smileys: ^_^, (x.x), (^-^); and degrees: °C, °F.
+    r"[-^x=~<>']_[-^x=~<>']|\([-^x=~<>'][_.]?[-^x=~<>']\)|\([\^x=~<>']-[\^x=~<>'`]\)",
+    r"\x{b0}[CcFf]",
     # Numbers with separators (3.14, 1,000, 4:45, .5, -5).
     _NUMBER,
     r"[-+][0-9]+",
@@ -261,21 +340,26 @@ _POST = (
     # Quotes: an opening straight quote is a backtick, every other apostrophe is ASCII.
     ("^" + _LEFT_APOS + "$", "`"),
     (r"[\x{2019}\x{203a}" + _LEFT_APOS + _CLITIC_APOS + _WORD_APOS + "]", "'"),
-    (r"[\x{2018}\x{201b}\x{2039}]", "`"),
+    (r"[\x{2018}\x{201b}\x{2039}" + _WORD_BACKTICK + "]", "`"),
+    # An accented vowel written as an entity gets its `&` and `;` back.
+    (_ENTITY_LETTER + "([^" + _ENTITY_LETTER + "]*)" + _ENTITY_LETTER, r"&\1;"),
     (_KEPT_DOT, "."),
-    # A space kept inside a token (fractions, phone numbers, tags) is a no-break space.
+    # A space kept inside a token (fractions, phone numbers) is a no-break space.
     (" ", "\u00a0"),
 )
 
 
 def tokenize_lines(lines):
   """PTB tokens of each line: a [M] string tensor -> a ragged [M, (T)] one."""
-  text = lines
+  text, markup = _take_out_markup(lines)  # [M], [K]
   for pattern, rewrite in _PRE:
     text = tf.strings.regex_replace(text, pattern, rewrite)  # [M]
-  # Two passes because RE2 runs out of DFA memory on one alternation of all rules.
-  text = tf.strings.regex_replace(text, r"(^|[^\pL\pM\p{Nd}-])(" + _SPECIAL + ")",
-                                  r"\1" + _DELIM + r"\2" + _DELIM)  # [M]
+  # Two passes because RE2 runs out of DFA memory on one alternation of all rules. The first
+  # passes over tokens already delimited (a file name holds what looks like a date or words
+  # joined by a slash) and delimits special tokens (and an empty one after each passed over).
+  text = tf.strings.regex_replace(
+      text, "(" + _DELIM + "[^" + _DELIM + "]*" + _DELIM + r")|(^|[^\pL\pM\p{Nd}-])(" + _SPECIAL +
+      ")", r"\1\2" + _DELIM + r"\3" + _DELIM)  # [M]
   text = tf.strings.regex_replace(text, _TOKEN, _DELIM + r"\0" + _DELIM)  # [M]
   pieces = tf.strings.split(text, _DELIM)  # [M, (P)]
   # Between two tokens there is only whitespace, which strips to nothing.
@@ -284,4 +368,32 @@ def tokenize_lines(lines):
   flat = tokens.flat_values  # [sum of T]
   for pattern, rewrite in _POST:
     flat = tf.strings.regex_replace(flat, pattern, rewrite)
-  return tokens.with_flat_values(flat)
+  return tokens.with_flat_values(_put_back_markup(flat, markup))
+
+
+def _take_out_markup(lines):
+  """[M] lines -> the lines with a mark in place of each piece of markup, and the markup [K]
+  (in order, as tokens), so that no rewrite touches what is inside it. Before a tag a mark is
+  context, as the tag is for CoreNLP (it ends a sentence after an abbreviation)."""
+  text = tf.strings.regex_replace(lines, _MARKS + "|" + _DELIM, "")  # [M]
+  # `<<` is a token: it does not start a tag (`<<Name Inc>>`).
+  text = tf.strings.regex_replace(text, "<<", _DELIM + "<<" + _DELIM)  # [M]
+  text = tf.strings.regex_replace(text, _TAG, _DELIM + _TAG_MARK + r"\0" + _DELIM)  # [M]
+  text = tf.strings.regex_replace(text, _BRACKETED_EMAIL,
+                                  _DELIM + _EMAIL_MARK + r"\0" + _DELIM)  # [M]
+  pieces = tf.strings.split(text, _DELIM).flat_values  # [P]
+  markup = tf.boolean_mask(pieces, tf.strings.regex_full_match(pieces, _MARKS + ".*"))  # [K]
+  markup = tf.strings.regex_replace(markup, "^" + _MARKS, "")  # [K]
+  markup = tf.strings.regex_replace(markup, " ", "\u00a0")  # [K]
+  text = tf.strings.regex_replace(text, _DELIM + "(" + _MARKS + ")[^" + _DELIM + "]*" + _DELIM,
+                                  r"\1")  # [M]
+  return text, markup
+
+
+def _put_back_markup(flat, markup):
+  """Each mark among the tokens [N] replaced by its markup, the k-th mark by markup[k]."""
+  is_mark = tf.cast(tf.strings.regex_full_match(flat, _MARKS), tf.int32)  # [N]
+  position = tf.range(tf.size(flat))  # [N]
+  # A mark's index points past the N tokens, into the markup that follows them.
+  index = position + is_mark * (tf.size(flat) + tf.cumsum(is_mark) - 1 - position)  # [N]
+  return tf.gather(tf.concat([flat, markup], 0), index)  # [N]

@@ -1,10 +1,11 @@
 """--tokenizer=ptb against the original CNN/DailyMail pipeline's own output (CoreNLP 3.7.0 plus
-make_datafiles.py, in ../shared/data/ptb_oracle): every hand-written case, and the BBC train and
-val articles and abstracts token for token; and the pipeline around it (one line per abstract
-sentence, the other tokenizers unchanged)."""
+make_datafiles.py, in ../shared/data/ptb_oracle): every hand-written case, the BBC train and val
+articles and abstracts token for token, and CoreNLP 3.7.0's own tokenizer tests; and the
+pipeline around it (one line per abstract sentence, the other tokenizers unchanged)."""
 
 import json
 import os
+import re
 
 import pytest
 import tensorflow as tf
@@ -83,6 +84,85 @@ def test_every_case_gives_make_datafiles_lowercased_line(cases):
 ])
 def test_documented_rules(line, tokens):
   assert _lists(ptb.tokenize_lines(tf.constant([line])))[0] == tokens.split(" ")
+
+
+@pytest.mark.parametrize("line, tokens", [
+    pytest.param('Sales rose <b class="big news">fast</b> <!-- Bob\'s "note" &amp; more -->',
+                 'Sales rose <b\u00a0class="big\u00a0news"> fast </b> '
+                 '<!--\u00a0Bob\'s\u00a0"note"\u00a0&amp;\u00a0more\u00a0-->',
+                 id="a tag or comment is one token, what it holds untouched, spaces no-break"),
+    pytest.param('<?xml-ish a="1"?> <br /> a <b c', '<?xml-ish\u00a0a="1"?> <br\u00a0/> a < b c',
+                 id="processing instructions and empty tags; no closing > is no tag"),
+    pytest.param("<<Acme Corp>> rose", "<< Acme Corp >> rose", id="<< does not start a tag"),
+    pytest.param("Write to <ann@mail.example.org> or &lt;bob@x.example.com&gt;.",
+                 "Write to <ann@mail.example.org> or &lt;bob@x.example.com&gt; .",
+                 id="an e-mail address in angle brackets keeps them, entities too"),
+    pytest.param("He joined Acme Inc. <p> Then he left the U.S. <p> He",
+                 "He joined Acme Inc. . <p> Then he left the U.S. . <p> He",
+                 id="a tag after an abbreviation or acronym ends the sentence"),
+    pytest.param("so happy ^_^ or not -_- (^-^) (=.=)",
+                 "so happy ^_^ or not -_- -LRB-^-^-RRB- -LRB-=.=-RRB-",
+                 id="Asian smileys are tokens, their brackets escaped"),
+    pytest.param("It was 30\u00b0C, or 86\u00b0F", "It was 30 \u00b0C , or 86 \u00b0F",
+                 id="degrees Celsius and Fahrenheit"),
+    pytest.param("Logged at 2019-11-05T07:45:00 today", "Logged at 2019-11-05T07:45:00 today",
+                 id="ISO 8601 date and time"),
+    pytest.param("She codes in C++, C# and f#.", "She codes in C++ , C# and f# .",
+                 id="programming languages"),
+    pytest.param("a copy of OK! magazine, it is OK! Really",
+                 "a copy of OK! magazine , it is OK ! Really",
+                 id="OK! before Magazine only"),
+    pytest.param("What the f*cking sh*t, d*mn, 2*3", "What the f*cking sh*t , d*mn , 2 * 3",
+                 id="starred-out swear words, not other stars"),
+    pytest.param("Open report-2019_v2.pdf, a.b.txt and notes/todo-list.txt.",
+                 "Open report-2019_v2.pdf , a.b.txt and notes/todo-list.txt .",
+                 id="file names"),
+    pytest.param("Firefox 3.x and stdio.h, but D.C. is a city in version 2.x.",
+                 "Firefox 3.x and stdio.h , but D.C. is a city in version 2.x .",
+                 id="one-letter file extensions, but not acronyms"),
+    pytest.param("S&Ls and the S&P-500", "S&Ls and the S&P-500", id="Treebank specials"),
+    pytest.param("the Caf&eacute; and na&iuml;ve", "the Caf&eacute; and na&iuml;ve",
+                 id="an accented vowel entity is a letter"),
+    pytest.param("pre-\u00adwar and in\u00ad-house, \u00ad7 of 1\u00ad0 and a \u00ad b",
+                 "pre-war and in-house , 7 of 10 and a - b",
+                 id="a soft hyphen beside a letter or digit vanishes"),
+    pytest.param("Jones, R-Tex., and Smith, D-Calif.; said",
+                 "Jones , R-Tex. , and Smith , D-Calif. ; said",
+                 id="a hyphenated word keeps its period before , or ;"),
+    pytest.param("from Fresno, Calif. yesterday, in Calif. The",
+                 "from Fresno , Calif. yesterday , in Calif. . The",
+                 id="Calif. is an abbreviation"),
+    pytest.param("I wonder . . . . Then", "I wonder ... . Then",
+                 id="four spaced dots before a word"),
+    pytest.param("Shi\u2018ite clerics met O`Neil and O\u2018Hara",
+                 "Shi`ite clerics met O`Neil and O`Hara",
+                 id="a backtick or left quote inside a word stays a backtick"),
+])
+def test_web_text_rules(line, tokens):
+  """CoreNLP 3.7.0's rules for what web news has more of than BBC's text: markup, smileys,
+  names, file names (inputs written here, outputs by the rule)."""
+  assert _lists(ptb.tokenize_lines(tf.constant([line])))[0] == tokens.split(" ")
+
+
+def test_markup_goes_back_in_order_across_lines():
+  """Markup taken out before the rewrites comes back in its place, also when the text holds
+  the private-use characters that stand for it while it is out (they are deleted)."""
+  lines = ["<p>Hi", "", "a <br/> b <ann@x.example.com>", "\ue010\ue011 <i>\ue010"]
+  got = _lists(ptb.tokenize_lines(tf.constant(lines)))
+  assert got == [["<p>", "Hi"], [], ["a", "<br/>", "b", "<ann@x.example.com>"], ["<i>"]]
+
+
+def test_stanfords_own_tests_at_370(ptb_oracle):
+  """CoreNLP 3.7.0's PTBTokenizerTest cases with default token text, each input as one line
+  with each run of ASCII whitespace (line breaks among them) as one space: the pipeline
+  tokenises a line at a time."""
+  rows = _jsonl(ptb_oracle / "corenlp_3.7.0_tests.jsonl")
+  lines = [re.sub(r"[ \t\r\n]+", " ", r["input"]) for r in rows]
+  got = _lists(ptb.tokenize_lines(tf.constant(lines)))
+  identical = sum(g == r["tokens"] for g, r in zip(got, rows))
+  print(f"Stanford's own 3.7.0 tokenizer tests: {identical}/{len(rows)} identical")
+  assert len(rows) == 102
+  assert identical >= 97
 
 
 @pytest.mark.parametrize("split", ["train", "val"])
