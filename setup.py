@@ -11,6 +11,9 @@ setup(
     version="0.1.0",
     description="Pointer-generator network with coverage (See et al., 2017) in TensorFlow 2 / Keras 3",
     packages=find_packages(include=["pointer_gen", "pointer_gen.*"]),
-    python_requires=">=3.10",
+    # TensorFlow 2.21's wheels are for CPython 3.10 to 3.13.
+    python_requires=">=3.10,<3.14",
     install_requires=REQUIREMENTS,
+    # TensorFlow 2.21 no longer brings the `tensorboard` command; the logs need only TensorFlow.
+    extras_require={"tensorboard": ["tensorboard==2.21.0"]},
 )
