@@ -187,8 +187,8 @@ def time_training(hps, vocab_size, batches, steps, warmup):
 
 
 def real_batches(hps, vocab):
-  source = data.RecordSource(FLAGS.data_path, seed=0)
-  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab), hps)
+  _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.data_path, seed=0), vocab,
+                                   single_pass=False)
   for batch in dataset:
     yield {k: v for k, v in batch.items() if v.dtype != tf.string}
 
@@ -240,9 +240,9 @@ def time_fed_training(hps, vocab, data_path, steps, warmup):
   """The input pipeline alone (seconds per batch, as fast as it can make them) and the training
   step fed by it (tokenisation in a parallel map, prefetch): if the pipeline keeps ahead of the
   model, the fed step takes no longer than the step on ready batches."""
-  source = data.RecordSource(data_path, seed=0)
-  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab), hps).map(
-      lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string})
+  _, dataset = data.input_pipeline(hps.replace(data_path=data_path, seed=0), vocab,
+                                   single_pass=False)
+  dataset = dataset.map(lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string})
   batches = iter(dataset)
   for _ in range(warmup):  # fills the bucketing cache
     next(batches)
@@ -292,9 +292,8 @@ def pipeline_rows(hps, vocab, steps, warmup, results, rows):
 
 def time_decode(hps, vocab, model, batch_size, articles):
   """Articles per second of single-pass beam search, `batch_size` articles at a time."""
-  source = data.RecordSource(FLAGS.decode_data_path, single_pass=True)
-  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab),
-                              hps.replace(single_pass=True), batch_size=batch_size)
+  _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.decode_data_path), vocab,
+                                   single_pass=True, batch_size=batch_size)
   ids = tf.TensorSpec([None, None], tf.int32)
 
   @tf.function(input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
@@ -340,9 +339,8 @@ def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attentio
   and the summaries' lengths (decoder steps). The first `slots` articles and then the timed
   ones are decoded once untimed first: that traces the compiled functions and compiles
   --compiled_attention's kernel for every shape the timed run meets."""
-  source = data.RecordSource(FLAGS.decode_data_path, single_pass=True)
-  dataset = data.make_dataset(source, vocab.lookup_table(), len(vocab),
-                              hps.replace(single_pass=True), batch_size=slots)
+  _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.decode_data_path), vocab,
+                                   single_pass=True, batch_size=slots)
   # Read first, so that the time holds no input work.
   examples = list(itertools.islice(decode.examples(dataset), slots + articles))
   settings = decode.search_settings(hps, compiled_attention=compiled_attention)

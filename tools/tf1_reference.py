@@ -200,9 +200,8 @@ def real_feeds(count, data_path, vocab_path, b, l, t, vocab_size):
   from pointer_gen import vocab as vocab_lib
   vocab = vocab_lib.Vocab.from_file(vocab_path, vocab_size)
   hps = config.HParams(batch_size=b, max_enc_steps=l, max_dec_steps=t, vocab_size=vocab_size,
-                       pointer_gen=True, seed=0)
-  dataset = data.make_dataset(data.RecordSource(data_path, seed=0), vocab.lookup_table(),
-                              len(vocab), hps)
+                       pointer_gen=True, seed=0, data_path=data_path)
+  _, dataset = data.input_pipeline(hps, vocab, single_pass=False)
   return len(vocab), [original_feed(batch, t, vocab_lib.PAD_ID) for batch in dataset.take(count)]
 
 
