@@ -234,6 +234,8 @@ def serving_root(module):
   copies while the functions read the originals, which TF Serving's session loader then never
   sets ("Could not find variable"; only tf.saved_model.load, which rebinds them, ran such an
   export). Tracked here, the variables the functions capture are the ones restored.
+  (keras.export.ExportArchive's exports also run there, but hold every weight twice: the
+  Keras variables' copies beside the tf.Variables.)
   """
   root = tf.Module(name="pointer_gen_export")
   root.summarize, root.attention, root.settings = (module.summarize, module.attention,

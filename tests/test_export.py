@@ -97,7 +97,7 @@ def exported(tmp_path_factory):
   # run beside the in-process decode to keep the test short on 2 cores.
   export_dir = root / "models" / "pgen"
   exporting = serving.start([sys.executable, "-m", "pointer_gen.run", "--mode=export",
-                      f"--export_dir={export_dir}"] + _flags(hps), cwd=REPO)
+                             f"--export_dir={export_dir}"] + _flags(hps), cwd=REPO)
   saved = export_dir / str(STEP)
 
   try:

@@ -130,8 +130,9 @@ def _assert_same(got, want, where):
 
 
 def test_exports_are_the_three_models(served):
-  """The comparisons below mean something: three different models, each summary varied and
-  each weight written once (the tf.Variables the graph reads, not Keras copies beside them)."""
+  """The comparisons below mean something: three different models at the demo's sizes, whose
+  summaries differ and are empty only for the empty article; each weight is written once (no
+  Keras copies beside the tf.Variables the graph reads)."""
   settings = {}
   for name, path in served["saved"].items():
     with open(f"{path}/assets.extra/{export.SETTINGS_FILE}", encoding="utf-8") as f:
