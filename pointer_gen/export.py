@@ -2,9 +2,10 @@
 
 The export is written as `--export_dir/<version>/` (TF Serving's layout; the version is the
 checkpoint's global step unless `--export_version`). It is built in a temporary directory beside
-`--export_dir`, reloaded and run on a test batch there, and only then renamed into place, so a
-server watching `--export_dir` never sees a half-written or broken model. An existing version
-is never overwritten.
+`--export_dir`, reloaded and run on a test batch there, both with tf.saved_model.load and with
+the session loader TF Serving runs, and only then renamed into place, so a server watching
+`--export_dir` never sees a half-written or broken model. An existing version is never
+overwritten.
 
 Everything happens in the graph, with core TensorFlow ops only (no tensorflow-text), so stock
 TF Serving and any TF runtime can run it without this package: tokenisation as in training
@@ -43,6 +44,7 @@ import shutil
 import tempfile
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from pointer_gen import beam_search
@@ -223,6 +225,31 @@ def resolve_checkpoint(hps):
   return checkpoints.resolve(hps, hps.ckpt_path)
 
 
+def serving_root(module):
+  """The object the SavedModel is written from: the Summarizer's functions, its vocab asset and
+  tables, and the tf.Variables its functions read, each written once.
+
+  Not the Summarizer, which holds the Keras model: tf.saved_model.save writes each Keras 3
+  variable as a new copy of its tf.Variable, so the SavedModel's own restore op fills the
+  copies while the functions read the originals, which TF Serving's session loader then never
+  sets ("Could not find variable"; only tf.saved_model.load, which rebinds them, ran such an
+  export). Tracked here, the variables the functions capture are the ones restored.
+  (keras.export.ExportArchive's exports also run there, but hold every weight twice: the
+  Keras variables' copies beside the tf.Variables.)
+  """
+  root = tf.Module(name="pointer_gen_export")
+  root.summarize, root.attention, root.settings = (module.summarize, module.attention,
+                                                   module.settings)
+  root.vocab_asset, root.word_to_id, root.id_to_word = (module.vocab_asset, module.word_to_id,
+                                                        module.id_to_word)
+  captured = {}
+  for function in (module.summarize, module.attention, module.settings):
+    for variable in function.get_concrete_function().variables:
+      captured.setdefault(variable.ref(), variable)
+  root.model_variables = list(captured.values())
+  return root
+
+
 def export(hps, vocab, ckpt_path, export_dir, version=None):
   """Writes the SavedModel of `ckpt_path` to export_dir/<version> and returns that path."""
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
@@ -243,7 +270,7 @@ def export(hps, vocab, ckpt_path, export_dir, version=None):
     settings = recorded_settings(hps, len(vocab), ckpt_path, step)
     module = Summarizer(model, vocab_file, hps, settings)
     saved = os.path.join(staging, "saved_model")
-    tf.saved_model.save(module, saved, signatures={
+    tf.saved_model.save(serving_root(module), saved, signatures={
         "serving_default": module.summarize, "attention": module.attention,
         "settings": module.settings})
     extra = os.path.join(saved, "assets.extra")
@@ -275,16 +302,51 @@ def _refuse_existing(export_dir, target):
 
 
 def check_export(path, vocab):
-  """Reloads the SavedModel at `path` and summarises an empty and a normal article with it."""
-  loaded = tf.saved_model.load(path)
+  """Summarises an empty and a normal article with the SavedModel at `path` through both ways of
+  loading one: tf.saved_model.load, and the session loader TF Serving's server, `saved_model_cli
+  run` and the C API take (the MetaGraph's own restore and init ops, then a session). Both must
+  run and give the same summaries."""
   article = " ".join(vocab.words[len(vocab_lib.SPECIALS):][:20] + ["zzzunseenword"])
-  out = loaded.signatures["serving_default"](article=tf.constant(["", article]))
-  summaries = out["summary"].numpy()
+  articles = ["", article]
+  loaded = tf.saved_model.load(path)
+  out = {k: v.numpy() for k, v in
+         loaded.signatures["serving_default"](article=tf.constant(articles)).items()}
+  summaries = out["summary"]
   # The second summary may legitimately be empty (--min_dec_steps=0), so only its score is checked.
-  finite = bool(tf.reduce_all(tf.math.is_finite(out["log_prob"])))
+  finite = bool(np.isfinite(out["log_prob"]).all())
   if summaries.shape != (2,) or summaries[0] != b"" or not finite:
     raise DataError(f"the export in {path} does not summarise its test articles: summaries "
-                    f"{summaries.tolist()}, log_prob {out['log_prob'].numpy().tolist()}")
+                    f"{summaries.tolist()}, log_prob {out['log_prob'].tolist()}")
+  try:
+    served = _session_outputs(path, "serving_default", articles)
+  except tf.errors.OpError as e:
+    raise DataError(f"the export in {path} does not run under TensorFlow's session loader, as "
+                    f"TF Serving loads it: {type(e).__name__}: {e.message}") from e
+  if (served["summary"].tolist() != summaries.tolist()
+      or not np.allclose(served["log_prob"], out["log_prob"], rtol=1e-5, atol=1e-5)):
+    raise DataError(f"the export in {path} summarises differently under TensorFlow's session "
+                    f"loader: {served['summary'].tolist()} (log_prob "
+                    f"{served['log_prob'].tolist()}) instead of {summaries.tolist()} (log_prob "
+                    f"{out['log_prob'].tolist()})")
+
+
+def _session_outputs(path, signature, articles):
+  """The outputs of `signature` for `articles` (a list of strings) as TF Serving computes them:
+  the SavedModel imported into a fresh graph, its variables restored by its own restore op and
+  its tables filled by its init op, the signature run in a session."""
+  # Deprecated for TF2 programs, not for servers: its warning would name the loader
+  # check_export has just run as the replacement.
+  tf_logger = tf.get_logger()
+  level = tf_logger.level
+  tf_logger.setLevel("ERROR")
+  try:
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+      meta_graph = tf.compat.v1.saved_model.loader.load(session, [tf.saved_model.SERVING], path)
+      signature_def = meta_graph.signature_def[signature]
+      return session.run({key: info.name for key, info in signature_def.outputs.items()},
+                         {signature_def.inputs["article"].name: articles})
+  finally:
+    tf_logger.setLevel(level)
 
 
 def _sync_tree(path):

@@ -1,12 +1,11 @@
 """Export mode: the SavedModel, loaded in a fresh process without pointer_gen, summarises raw text
 exactly as decode mode does, survives awkward input, lists its signatures, and a failed export
-leaves nothing behind."""
+(or one TF Serving's session loader could not run) leaves nothing behind. The other loaders are
+in test_serving_loaders.py."""
 
 import glob
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -26,6 +25,7 @@ from pointer_gen.errors import DataError
 
 from helpers import REPO
 from helpers import load_tool
+from helpers import serving
 
 NUM_EXAMPLES = 15
 DECODE_BATCH = 5
@@ -80,39 +80,9 @@ print(json.dumps({
 """
 
 
-def _write_random_checkpoint(hps, vocab_size):
-  """A model with random weights large enough for varied summaries of every length that copy
-  article OOVs (a tiny trained model only repeats one frequent word), as train would save it."""
-  model = model_lib.PointerGenerator.from_hparams(hps, vocab_size)
-  rng = np.random.default_rng(5)
-  for variable in model.weights:
-    variable.assign(rng.normal(0.0, 0.5, variable.shape).astype("float32"))
-  # Copy often, and stop after a few words now and then.
-  model.cell.p_gen_layer.bias.assign([-2.5])
-  bias = model.cell.vocab_projection.bias
-  bias.assign(tf.tensor_scatter_nd_update(bias, [[vocab_lib.STOP_ID]], [4.0]))
-  checkpoint = checkpoints.make_checkpoint(model)
-  checkpoint.step.assign(STEP)
-  manager = tf.train.CheckpointManager(checkpoint, hps.train_dir, checkpoints.MAX_TO_KEEP,
-                                       checkpoint_name=checkpoints.CHECKPOINT_NAME)
-  return manager.save(checkpoint_number=STEP)
-
-
 def _flags(hps):
   return [f"--log_root={hps.log_root}", f"--exp_name={hps.exp_name}", "--coverage"] + [
       f"--{k}={v}" for k, v in SIZES.items() if k != "coverage"]
-
-
-def _start(command, cwd):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  return subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
-
-
-def _finish(process):
-  stdout, stderr = process.communicate(timeout=300)
-  assert process.returncode == 0, stderr[-3000:]
-  return stdout
 
 
 @pytest.fixture(scope="module")
@@ -121,13 +91,13 @@ def exported(tmp_path_factory):
   corpus = demo_data.ensure_demo_corpus(str(root / "demo_data"))
   hps = config.HParams(vocab_path=corpus["vocab"], log_root=str(root), exp_name="run", **SIZES)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-  ckpt_path = _write_random_checkpoint(hps, len(vocab))
+  ckpt_path = serving.write_random_checkpoint(hps, len(vocab), STEP)
 
   # The command line, as a user runs it (no --data_path: the demo corpus's vocab). Processes
   # run beside the in-process decode to keep the test short on 2 cores.
   export_dir = root / "models" / "pgen"
-  exporting = _start([sys.executable, "-m", "pointer_gen.run", "--mode=export",
-                      f"--export_dir={export_dir}"] + _flags(hps), cwd=REPO)
+  exporting = serving.start([sys.executable, "-m", "pointer_gen.run", "--mode=export",
+                             f"--export_dir={export_dir}"] + _flags(hps), cwd=REPO)
   saved = export_dir / str(STEP)
 
   try:
@@ -158,7 +128,7 @@ def exported(tmp_path_factory):
                            for i in range(0, NUM_EXAMPLES, DECODE_BATCH)], "awkward": awkward}
     request_path = root / "request.json"
     request_path.write_text(json.dumps(request), encoding="utf-8")
-    _finish(exporting)
+    serving.finish(exporting)
   finally:
     if exporting.poll() is None:  # the test failed before the export finished
       exporting.kill()
@@ -166,11 +136,11 @@ def exported(tmp_path_factory):
   # A directory without the repository, so nothing of pointer_gen is even on the path there.
   outside = root / "client"
   outside.mkdir()
-  client = _start([sys.executable, "-c", CLIENT, str(saved), str(request_path)], cwd=outside)
-  cli = shutil.which("saved_model_cli")
-  cli = [cli] if cli else [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
-  shown = _start(cli + ["show", "--all", "--dir", str(saved)], cwd=outside)
-  client, shown = json.loads(_finish(client)), _finish(shown)
+  client = serving.start([sys.executable, "-c", CLIENT, str(saved), str(request_path)],
+                         cwd=outside)
+  shown = serving.start(serving.saved_model_cli() + ["show", "--all", "--dir", str(saved)],
+                        cwd=outside)
+  client, shown = json.loads(serving.finish(client)), serving.finish(shown)
   return {"root": root, "hps": hps, "vocab": vocab, "ckpt_path": ckpt_path, "saved": saved,
           "export_dir": export_dir, "decoded": decoded, "p_gen_means": p_gen_means,
           "articles": articles, "client": client, "shown": shown}
@@ -293,9 +263,25 @@ def test_failed_export_leaves_nothing(exported, monkeypatch, tmp_path):
     raise OSError("disk full")
 
   monkeypatch.setattr(tf.saved_model, "save", broken_save)
+  # What fails here is the save, not what it saves: the root is not traced first.
+  monkeypatch.setattr(export, "serving_root", lambda module: module)
   export_dir = tmp_path / "models" / "pgen"
   with pytest.raises(OSError, match="disk full"):
     export.export(exported["hps"], exported["vocab"], exported["ckpt_path"], str(export_dir))
+  assert os.listdir(tmp_path / "models") == []
+
+
+def test_export_the_session_loader_cannot_run_is_refused(exported, monkeypatch, tmp_path):
+  """Written from the Summarizer itself, as exports were before, the SavedModel runs under
+  tf.saved_model.load but not under the session loader TF Serving uses (the restore op fills
+  copies of the Keras variables the graph does not read): the export is refused, saying so,
+  and nothing is moved into place."""
+  monkeypatch.setattr(export, "serving_root", lambda module: module)
+  export_dir = tmp_path / "models" / "pgen"
+  with pytest.raises(DataError, match="does not run under TensorFlow's session loader, as TF "
+                     "Serving loads it: FailedPreconditionError: ") as refused:
+    export.export(exported["hps"], exported["vocab"], exported["ckpt_path"], str(export_dir))
+  assert "Could not find variable " in str(refused.value)
   assert os.listdir(tmp_path / "models") == []
 
 
