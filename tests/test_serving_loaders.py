@@ -2,7 +2,7 @@
 the MetaGraph's own restore and init ops and runs its signatures in a session; so do
 `tf.compat.v1.saved_model.loader.load`, `saved_model_cli run` and the C API
 (TF_LoadSessionFromSavedModel, TF_SessionRun). Each is run here, in processes of its own, on
-three exports (`saved_model_cli` on the first): the demo's model (flags/demo.cfg), a converted
+three exports: the demo's model (flags/demo.cfg), a converted
 checkpoint of the original TF1 code and a mixed_bfloat16 run; each must give what
 tf.saved_model.load gives."""
 
@@ -74,11 +74,7 @@ def served(tmp_path_factory):
     saved = {"demo": export.export(demo, vocab,
                                    serving.write_random_checkpoint(demo, len(vocab), STEP),
                                    str(root / "exports" / "demo"))}
-    # On the demo's export only: the tool runs the session loader's code, which the session
-    # client runs on all three.
-    processes["cli"] = serving.start(serving.saved_model_cli() + [
-        "run", "--dir", saved["demo"], "--tag_set", "serve", "--signature_def",
-        "serving_default", "--input_exprs", f"article={articles!r}"], cwd=outside)
+    _start_cli(processes, "demo", saved, articles, outside)
     converted = demo.replace(exp_name="converted")
     tf1_prefix = serving.write_tf1_checkpoint(str(root / "tf1" / "bestmodel"), demo, len(vocab),
                                               STEP)
@@ -86,10 +82,12 @@ def served(tmp_path_factory):
                                                       drop_optimizer_state=True)
     saved["converted"] = export.export(converted, vocab, converted_path,
                                        str(root / "exports" / "converted"))
+    _start_cli(processes, "converted", saved, articles, outside)
     bf16 = demo.replace(exp_name="bf16", precision="mixed_bfloat16")
     saved["bf16"] = export.export(bf16, vocab,
                                   serving.write_random_checkpoint(bf16, len(vocab), STEP),
                                   str(root / "exports" / "bf16"))
+    _start_cli(processes, "bf16", saved, articles, outside)
 
     requests = {
         "session": {"articles": articles, "exports": [
@@ -110,7 +108,14 @@ def served(tmp_path_factory):
         process.kill()
   return {"names": list(saved), "saved": saved, "expected": expected,
           "session": json.loads(stdout["session"]), "c_api": json.loads(stdout["c_api"]),
-          "cli": stdout["cli"]}
+          "cli": {name: stdout[f"cli {name}"] for name in saved}}
+
+
+def _start_cli(processes, name, saved, articles, cwd):
+  """`saved_model_cli run` on the export `name`, started as soon as the export exists."""
+  processes[f"cli {name}"] = serving.start(serving.saved_model_cli() + [
+      "run", "--dir", saved[name], "--tag_set", "serve", "--signature_def", "serving_default",
+      "--input_exprs", f"article={articles!r}"], cwd=cwd)
 
 
 def _text(array):
@@ -164,8 +169,9 @@ def _printed(stdout, key):
   return stdout.split(f"Result for output key {key}:\n", 1)[1].split("Result for output key")[0]
 
 
-def test_saved_model_cli_run(served):
-  stdout, want = served["cli"], served["expected"]["demo"]["serving_default"]
+@pytest.mark.parametrize("name", ["demo", "converted", "bf16"])
+def test_saved_model_cli_run(served, name):
+  stdout, want = served["cli"][name], served["expected"][name]["serving_default"]
   # numpy prints a string array as the reprs of its bytes, a float32 one exactly.
   summaries = [ast.literal_eval(s) for s in
                re.findall(r"""b'(?:[^'\\]|\\.)*'|b"(?:[^"\\]|\\.)*\"""",
