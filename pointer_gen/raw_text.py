@@ -44,28 +44,18 @@ def settle(hps, given, recorded=None):
   if sidecar and sidecar.get("raw_tokenizer") is not None:
     known.append(((sidecar["raw_tokenizer"], sidecar["raw_lowercase"]),
                   f"recorded in {vocab_lib.tokenization_path(hps.vocab_path)}"))
-  derived = _from_data(hps, new_run=recorded is None)
-  if derived:
-    known.append(derived)
+  flags = f"--tokenizer={hps.tokenizer} --lowercase={_text(hps.lowercase)}"
+  if hps.tokenizer != "whitespace":
+    known.append(((hps.tokenizer, hps.lowercase), f"{flags}, which read raw text"))
+  elif not known and hps.mode == "train" and set(_formats(hps)) == {"jsonl"}:
+    # Raw text that nothing else describes becomes the model's tokens as training reads it.
+    known.append(((hps.tokenizer, hps.lowercase),
+                  f"{flags}, with which this run reads its JSONL training data"))
   for value, source in known[1:]:
     if value != known[0][0]:
       raise _conflict(known[0], (value, source))
   tokenizer, lowercase = known[0][0] if known else (None, None)
   return hps.replace(raw_tokenizer=tokenizer, raw_lowercase=lowercase)
-
-
-def _from_data(hps, new_run):
-  """(value, source) when the data says how raw text became its tokens, else None."""
-  value = (hps.tokenizer, hps.lowercase)
-  flags = f"--tokenizer={hps.tokenizer} --lowercase={_text(hps.lowercase)}"
-  if hps.tokenizer != "whitespace":
-    return value, f"{flags}, which read raw text"
-  # A new run's JSONL training data is raw text; a resumed run's was read otherwise if the
-  # record says so (raw JSONL in a run trained on .bin files is read as the record says).
-  if (hps.mode == "train" and new_run and hps.data_path
-      and set(_formats(hps)) == {"jsonl"}):
-    return value, f"{flags}, with which this run reads its JSONL training data (raw text)"
-  return None
 
 
 def of(hps):
@@ -97,21 +87,33 @@ def reading(hps):
   """(tokenizer, lowercase) that turn the text of --data_path into the model's tokens: `.bin`
   files hold pre-tokenised text, read with --tokenizer and --lowercase; JSONL files raw text,
   tokenised as the data was prepared (the same unless the run was trained on pre-tokenised
-  text). Raises DataError when it is unknown for JSONL, or for a glob mixing the two."""
+  text; when that is unknown, as the data files, which `check_data` refuses for the modes).
+  Raises DataError for a glob mixing the two when they differ."""
   files = (hps.tokenizer, hps.lowercase)
-  if of(hps) == files:
+  raw = of(hps)
+  if raw is None or raw == files:
     return files
   formats = set(_formats(hps))
-  if "jsonl" not in formats:
-    return files
-  if "bin" in formats:
+  if formats == {"jsonl"}:
+    return raw
+  if "jsonl" in formats:
     raise DataError(f"--data_path={hps.data_path} mixes .bin files (pre-tokenised, read with "
                     f"--tokenizer={hps.tokenizer}) and JSONL files (raw text, tokenised as "
                     "the data was prepared): give one format at a time")
-  return required(hps, f"--data_path={hps.data_path} (JSONL: raw text)")
+  return files
+
+
+def check_data(hps):
+  """Raises DataError when --data_path holds raw text (JSONL) and how raw text became the
+  run's tokens is unknown, or mixes formats that are read differently."""
+  if of(hps) is None and "jsonl" in _formats(hps):
+    required(hps, f"--data_path={hps.data_path} (JSONL: raw text)")
+  reading(hps)
 
 
 def _formats(hps):
+  if not hps.data_path:
+    return []
   return [records.detect_format(p, hps.data_format) for p in records.expand_glob(hps.data_path)]
 
 

@@ -122,6 +122,8 @@ def settle_hparams(flag_values):
   hps = raw_text.settle(hps, given, recorded)
   if hps.mode == "export":
     raw_text.required(hps, "--mode=export")  # the SavedModel tokenises raw text
+  elif not utility:
+    raw_text.check_data(hps)
   return hps
 
 
