@@ -115,7 +115,7 @@ class Summarizer(tf.Module):
 
   def _article_features(self, article):
     hps = self._hps
-    tokenizer, lowercase = raw_text.required(hps, "--mode=export")
+    tokenizer, lowercase = raw_text.applied(hps)
     return data.article_features(article, self.word_to_id, self.model.vocab_size,
                                  hps.max_enc_steps, hps.pointer_gen, tokenizer, lowercase)
 
@@ -191,7 +191,7 @@ class Summarizer(tf.Module):
 def recorded_settings(hps, vocab_size, ckpt_path, step):
   """The decode settings an export runs with, for the `settings` signature and assets.extra."""
   alpha = hps.length_penalty_alpha
-  raw_tokenizer, raw_lowercase = raw_text.required(hps, "--mode=export")
+  raw_tokenizer, raw_lowercase = raw_text.applied(hps)
   return {
       "vocab_size": vocab_size,
       "max_enc_steps": hps.max_enc_steps,

@@ -67,6 +67,12 @@ def of(hps):
   return None
 
 
+def applied(hps):
+  """(tokenizer, lowercase) the run applies to raw text: of(hps), or, when that is unknown, the
+  data files' (the modes refuse to come here then: `required`, `check_data`)."""
+  return of(hps) or (hps.tokenizer, hps.lowercase)
+
+
 def required(hps, needed_by):
   """of(hps), or a DataError telling the user what to state. `needed_by`: what needs it."""
   value = of(hps)
@@ -90,8 +96,8 @@ def reading(hps):
   text; when that is unknown, as the data files, which `check_data` refuses for the modes).
   Raises DataError for a glob mixing the two when they differ."""
   files = (hps.tokenizer, hps.lowercase)
-  raw = of(hps)
-  if raw is None or raw == files:
+  raw = applied(hps)
+  if raw == files:
     return files
   formats = set(_formats(hps))
   if formats == {"jsonl"}:

@@ -119,10 +119,7 @@ def _finish(process):
 def exported(tmp_path_factory):
   root = tmp_path_factory.mktemp("export")
   corpus = demo_data.ensure_demo_corpus(str(root / "demo_data"))
-  # The demo corpus's raw text is its tokens (its vocab's .tokenization.json says so, which the
-  # command line below reads).
-  hps = config.HParams(vocab_path=corpus["vocab"], log_root=str(root), exp_name="run",
-                       raw_tokenizer="whitespace", raw_lowercase=False, **SIZES)
+  hps = config.HParams(vocab_path=corpus["vocab"], log_root=str(root), exp_name="run", **SIZES)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   ckpt_path = _write_random_checkpoint(hps, len(vocab))
 
@@ -251,6 +248,7 @@ def test_settings_and_layout(exported):
   saved, hps = exported["saved"], exported["hps"]
   expected = {"beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12, "max_enc_steps": 60,
               "vocab_size": 519, "tokenizer": "whitespace", "lowercase": False,
+              # The demo corpus's raw text is its tokens: its vocab's .tokenization.json.
               "raw_tokenizer": "whitespace", "raw_lowercase": False,
               "pointer_gen": True, "coverage": True, "ranking": "average_log_prob",
               "precision": "float32", "first_step_context": "original", "step": STEP}
