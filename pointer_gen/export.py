@@ -8,9 +8,7 @@ is never overwritten.
 
 Everything happens in the graph, with core TensorFlow ops only (no tensorflow-text), so stock
 TF Serving and any TF runtime can run it without this package: tokenisation of raw text as the
-training data's was made (`raw_text`: --tokenizer for raw JSONL, --raw_tokenizer for
-pre-tokenised .bin data; `text.tokenize`, --tokenizer=ptb in RE2 passes of
-`tf.strings.regex_replace`), truncation
+training data was prepared (`raw_text`; ptb in RE2 passes of `tf.strings.regex_replace`), truncation
 to max_enc_steps, the vocab lookup from the vocab asset, the per-article OOV list and extended
 ids (`data.article_features`, as decode mode), the compiled beam search with decode mode's
 settings, and detokenisation.

@@ -111,10 +111,25 @@ def reading(hps):
 
 def check_data(hps):
   """Raises DataError when --data_path holds raw text (JSONL) and how raw text became the
-  run's tokens is unknown, or mixes formats that are read differently."""
-  if of(hps) is None and "jsonl" in _formats(hps):
+  run's tokens is unknown, when it mixes formats that are read differently, and when .bin
+  files whose vocab says their text is tokenised would be tokenised again (ptb is not
+  idempotent: `-lrb-` would become `- lrb -`)."""
+  formats = _formats(hps)
+  if of(hps) is None and "jsonl" in formats:
     required(hps, f"--data_path={hps.data_path} (JSONL: raw text)")
   reading(hps)
+  sidecar = vocab_lib.read_tokenization(hps.vocab_path) if hps.vocab_path else None
+  files = (hps.tokenizer, hps.lowercase)
+  if ("bin" in formats and sidecar and files != (sidecar["tokenizer"], sidecar["lowercase"])
+      and files == (sidecar.get("raw_tokenizer"), sidecar.get("raw_lowercase"))):
+    raise DataError(
+        f"--tokenizer={hps.tokenizer} --lowercase={_text(hps.lowercase)} would tokenise the "
+        f".bin files of --data_path={hps.data_path} again: "
+        f"{vocab_lib.tokenization_path(hps.vocab_path)} says their text is already tokenised "
+        f"that way from raw text, and is read with --tokenizer={sidecar['tokenizer']} "
+        f"--lowercase={_text(sidecar['lowercase'])}. Leave --tokenizer and --lowercase out: the "
+        "run records how raw text became the tokens and applies it to raw text (export, "
+        "decode of JSONL)")
 
 
 def _formats(hps):

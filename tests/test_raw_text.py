@@ -29,7 +29,7 @@ MAX_ENC_STEPS = 30
 TINY = ("--vocab_size=0", "--hidden_dim=8", "--emb_dim=8", "--batch_size=2",
         f"--max_enc_steps={MAX_ENC_STEPS}", "--max_dec_steps=6", "--seed=1")
 DECODE = ("--mode=decode", "--single_pass", "--beam_size=2", "--min_dec_steps=1",
-          "--max_dec_steps=5", "--batch_size=2")
+          "--max_dec_steps=5", "--batch_size=2", "--nocompiled_attention")
 # Brackets, n't, 's, quotes, U.S., $ and lines without a final period: ptb's tokens differ from
 # whitespace-split words and keep their case only when not lower-cased.
 ARTICLES = [
@@ -210,3 +210,18 @@ def test_a_new_run_on_raw_jsonl_contradicting_its_statement_is_an_error(prepared
       "--raw_tokenizer and --raw_lowercase) contradicts raw_tokenizer=ptb, raw_lowercase=true "
       f"(recorded in {prepared['out']}/vocab.tokenization.json); leave --raw_tokenizer and "
       "--raw_lowercase out to use the known value, or start a new run (another --exp_name)")
+
+
+def test_training_on_the_bin_with_ptb_is_refused(prepared, tmp_path):
+  """ptb on its own output is not the same tokens (`-lrb-` -> `- lrb -`): the issue's dead end."""
+  out = prepared["out"]
+  with pytest.raises(DataError) as raised:
+    settle("--mode=train", f"--log_root={tmp_path}", "--exp_name=new",
+           f"--data_path={out}/chunked/train_*", f"--vocab_path={out}/vocab", "--tokenizer=ptb",
+           "--lowercase")
+  assert str(raised.value) == (
+      f"--tokenizer=ptb --lowercase=true would tokenise the .bin files of --data_path={out}/"
+      f"chunked/train_* again: {out}/vocab.tokenization.json says their text is already "
+      "tokenised that way from raw text, and is read with --tokenizer=whitespace "
+      "--lowercase=false. Leave --tokenizer and --lowercase out: the run records how raw text "
+      "became the tokens and applies it to raw text (export, decode of JSONL)")
