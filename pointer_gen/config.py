@@ -40,8 +40,8 @@ def define_flags():
                 "else state it once (train, export, decode or tools/convert_tf1_checkpoint.py) "
                 "and it is recorded: ptb with --raw_lowercase for the original's finished_files "
                 "and pretrained models. Contradicting a record is an error.")
-  f.DEFINE_boolean("raw_lowercase", None, "With --raw_tokenizer: raw text was lower-cased "
-                   "(default: false).")
+  f.DEFINE_boolean("raw_lowercase", None, "With --raw_tokenizer: raw text was lower-cased too "
+                   "(left out with --raw_tokenizer: false).")
   f.DEFINE_string("article_key", "article", "JSONL: the field holding the article (Hugging "
                   "Face XSum: document; text/summary files: text).")
   f.DEFINE_string("abstract_key", "", "JSONL: the field holding the summary, a string or a list "

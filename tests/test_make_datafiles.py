@@ -176,12 +176,12 @@ def test_stories_vocab_is_the_original_count(story_run):
   counts = _original_vocab(_walk(out_dir / "train.bin"))
   lines = (out_dir / "vocab").read_text(encoding="utf-8").splitlines()
   assert lines == [f"{w} {c}" for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-  # Spot checks by hand: every filler story has "story", "is", "short", "point" and two "."
-  # (the article's and the highlight's); the hand-written ones add more.
   # Read from the .bin files by splitting on whitespace; made from raw text by ptb, lower-cased.
   assert json.loads((out_dir / "vocab.tokenization.json").read_text(encoding="utf-8")) == {
       "tokenizer": "whitespace", "lowercase": False, "raw_tokenizer": "ptb",
       "raw_lowercase": True}
+  # Spot checks by hand: every filler story has "story", "is", "short", "point" and two "."
+  # (the article's and the highlight's); the hand-written ones add more.
   got = dict(line.split(" ") for line in lines)
   assert got["short"] == str(N_TRAIN - len(HAND_STORIES))
   assert got["café"] == "1" and got["\u00c9cole"] == "1" and got["#"] == "1"
