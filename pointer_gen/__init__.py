@@ -10,6 +10,7 @@ Files and examples:
   vocab                the original's vocab file and the `.tokenization.json` beside it
   text                 tokenisation as TensorFlow ops, shared by training and serving
   ptb                  `--tokenizer=ptb`: CoreNLP 3.7.0's PTBTokenizer as RE2 rewrites
+  raw_text             how raw text became the data's tokens, apart from how files are read
 Batches:
   data                 the input pipeline: records -> id tensors -> padded, bucketed batches
 The model:

@@ -27,10 +27,21 @@ def define_flags():
   f.DEFINE_enum("data_format", "auto", ["auto", "bin", "jsonl"],
                 "Format of --data_path files; auto: from the file extension.")
   f.DEFINE_enum("tokenizer", "whitespace", list(TOKENIZERS),
-                "whitespace: the data is pre-tokenised (CNN/DM, vietnews); punct: also split "
+                "How the data files' text is split into tokens. whitespace: the text is "
+                "pre-tokenised (.bin: CNN/DM's finished_files, vietnews); punct: also split "
                 "punctuation off words (raw JSONL text); ptb: raw English as the original's "
                 "CNN/DM data (CoreNLP 3.7.0's PTBTokenizer, a period added to each line).")
   f.DEFINE_boolean("lowercase", False, "Lower-case text before tokenising (raw JSONL text).")
+  f.DEFINE_enum("raw_tokenizer", None, list(TOKENIZERS),
+                "How raw text became the tokens of pre-tokenised data, and so of the model: "
+                "export builds it into the SavedModel, decode applies it to raw JSONL. Known "
+                "from the run's run_config.json, the vocab's .tokenization.json "
+                "(tools/make_datafiles.py writes one) or JSONL training data (--tokenizer); "
+                "else state it once (train, export, decode or tools/convert_tf1_checkpoint.py) "
+                "and it is recorded: ptb with --raw_lowercase for the original's finished_files "
+                "and pretrained models. Contradicting a record is an error.")
+  f.DEFINE_boolean("raw_lowercase", None, "With --raw_tokenizer: raw text was lower-cased too "
+                   "(left out with --raw_tokenizer: false).")
   f.DEFINE_string("article_key", "article", "JSONL: the field holding the article (Hugging "
                   "Face XSum: document; text/summary files: text).")
   f.DEFINE_string("abstract_key", "", "JSONL: the field holding the summary, a string or a list "
@@ -144,6 +155,9 @@ class HParams:
   data_format: str = "auto"
   tokenizer: str = "whitespace"
   lowercase: bool = False
+  # How raw text became the tokens (raw_text.py); None: not known.
+  raw_tokenizer: str | None = None
+  raw_lowercase: bool | None = None
   article_key: str = "article"
   abstract_key: str = ""
   single_pass: bool = False

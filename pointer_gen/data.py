@@ -11,6 +11,7 @@ import random
 from absl import logging
 import tensorflow as tf
 
+from pointer_gen import raw_text
 from pointer_gen import records
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
@@ -214,7 +215,8 @@ def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=
                    shard_index=0):
   """(source, batches) of --data_path as every mode reads it: the data flags of `hps` (format,
   JSONL fields, seed) pick and order the records, its tokenizer, case and lengths make the ids
-  from `vocab`. single_pass: every record once, in order, from the `skip`th on, in padded
+  from `vocab` (raw JSONL in a run trained on pre-tokenised text: as that text was made,
+  raw_text.reading). single_pass: every record once, in order, from the `skip`th on, in padded
   batches; else shuffled forever and bucketed by article length, from this worker's shard of the
   files. The source counts the records and skips and keeps the error that ended the data
   (`raise_if_failed`)."""
@@ -226,8 +228,10 @@ def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=
                         num_shards=num_shards, shard_index=shard_index, skip=skip,
                         log_every=max(hps.log_every_n_steps, BUCKETING_CACHE_BATCHES) * batch,
                         log_ahead=BUCKETING_CACHE_BATCHES * batch, **json_fields(hps))
+  tokenizer, lowercase = raw_text.reading(hps)
   batches = make_dataset(source, vocab.lookup_table(), len(vocab),
-                         hps.replace(single_pass=single_pass), batch_size)
+                         hps.replace(single_pass=single_pass, tokenizer=tokenizer,
+                                     lowercase=lowercase), batch_size)
   return source, batches
 
 
@@ -269,10 +273,11 @@ OOV_MIN_GAIN = 0.03
 
 def article_oov_rate(hps, vocab, tokenizer=None, lowercase=None, num_examples=OOV_CHECK_EXAMPLES):
   """The share of the (truncated) article tokens of the first `num_examples` examples of
-  --data_path that are not in `vocab`, tokenised as `tokenizer`/`lowercase` (default: the run's);
-  None without tokens."""
-  tokenizer = hps.tokenizer if tokenizer is None else tokenizer
-  lowercase = hps.lowercase if lowercase is None else lowercase
+  --data_path that are not in `vocab`, tokenised as `tokenizer`/`lowercase` (default: as the
+  run reads them); None without tokens."""
+  reads = raw_text.reading(hps)
+  tokenizer = reads[0] if tokenizer is None else tokenizer
+  lowercase = reads[1] if lowercase is None else lowercase
   examples = records.read_records(records.expand_glob(hps.data_path), hps.data_format,
                                   records.SkipCounter(), **json_fields(hps))
   articles = [r.article for r in itertools.islice(examples, num_examples)]
@@ -290,11 +295,11 @@ def warn_if_many_oovs(hps, vocab):
   OOV_MIN_GAIN fewer), naming the rate, the vocab, --tokenizer and --lowercase and the better
   tokenisation; returns the rate. When the whole vocab file would leave fewer than half as many
   (and OOV_MIN_GAIN fewer), the warning names --vocab_size as the cause instead."""
-  rate = article_oov_rate(hps, vocab)
+  reads = raw_text.reading(hps)
+  rate = article_oov_rate(hps, vocab, *reads)
   if rate is None:
     return None
-  others = [(t, l) for t in text.TOKENIZERS for l in (False, True)
-            if (t, l) != (hps.tokenizer, hps.lowercase)]
+  others = [(t, l) for t in text.TOKENIZERS for l in (False, True) if (t, l) != reads]
   rates = {s: article_oov_rate(hps, vocab, *s) for s in others}
   best = min(rates, key=lambda s: rates[s])
   better = _much_lower(rates[best], rate)
@@ -308,8 +313,8 @@ def warn_if_many_oovs(hps, vocab):
       "%.1f %% of the article tokens of the first examples (up to %d) of --data_path=%s are out of "
       "the vocabulary %s with --tokenizer=%s --lowercase=%s: was the vocab made with another "
       "tokenizer or case (tools/make_vocab.py --tokenizer, --lowercase)?%s",
-      100 * rate, OOV_CHECK_EXAMPLES, hps.data_path, hps.vocab_path, hps.tokenizer,
-      str(hps.lowercase).lower(), hint)
+      100 * rate, OOV_CHECK_EXAMPLES, hps.data_path, hps.vocab_path, reads[0],
+      str(reads[1]).lower(), hint)
   return rate
 
 

@@ -19,6 +19,7 @@ from pointer_gen import data
 from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
+from pointer_gen import raw_text
 from pointer_gen import stopping
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
@@ -242,8 +243,8 @@ class SinglePassDecoder:
       decoded.append(_read_lines(os.path.join(self.dec_dir, f"{i:06d}_decoded.txt")))
       references.append(_read_lines(os.path.join(self.ref_dir, f"{i:06d}_reference.txt")))
     rouge = metrics.rouge(decoded, references, tokenizer=self.hps.rouge_tokenizer)
-    ngrams = ngram_figures(decoded, references, self._articles(count), self.hps.tokenizer,
-                           self.hps.lowercase)
+    ngrams = ngram_figures(decoded, references, self._articles(count),
+                           *raw_text.reading(self.hps))
     result = {
         "num_examples": count,
         "rouge": {k: v for k, v in rouge.items() if k != "per_example"},
@@ -256,7 +257,7 @@ class SinglePassDecoder:
             "length_penalty_alpha", "precision", "first_step_context", "compiled_attention",
             # The run's settings as used (from run_config.json when not given).
             "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer", "lowercase",
-            "data_format", "article_key", "abstract_key")},
+            "raw_tokenizer", "raw_lowercase", "data_format", "article_key", "abstract_key")},
     }
     files.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                             metrics.rouge_results_text(rouge))
@@ -329,6 +330,7 @@ class CheckpointFollowingDecoder:
   def __init__(self, hps, vocab, model, ckpt_path):
     self.hps, self.vocab, self.model = hps, vocab, model
     self.ckpt_path = ckpt_path
+    self.reads = raw_text.reading(hps)  # (tokenizer, lowercase) of the data's articles
     self.dir = os.path.join(hps.run_dir, "decode")
     self.vis_dir = os.path.join(self.dir, "attn_vis")
 
@@ -381,7 +383,7 @@ class CheckpointFollowingDecoder:
         logging.warning("Could not load %s (%s); keeping %s", newest, e, self.ckpt_path)
 
   def _write_attention(self, index, example, summary):
-    tokens = text.tokenize(example["article"], self.hps.tokenizer, self.hps.lowercase)
+    tokens = text.tokenize(example["article"], *self.reads)
     article = [t.decode("utf-8") for t in tokens.numpy()[:self.hps.max_enc_steps]]
     oovs = set(example["article_oovs"])
     record = {

@@ -22,10 +22,11 @@ import time
 from absl import logging
 
 from pointer_gen.records import Record, write_chunked
-from pointer_gen.vocab import count_words, write_vocab
+from pointer_gen.vocab import count_words, write_tokenization, write_vocab
 
-# Bump whenever the generated text changes, so that ensure_demo_corpus regenerates old copies.
-FORMAT_VERSION = 1
+# Bump whenever the generated files change, so that ensure_demo_corpus regenerates old copies
+# (2: the vocab's .tokenization.json).
+FORMAT_VERSION = 2
 CHUNK_SIZE = 1000
 MIN_ARTICLE_TOKENS = 60
 MAX_ARTICLE_TOKENS = 150
@@ -382,6 +383,9 @@ def generate_demo_corpus(out_dir, seed=0, num_train=2000, num_val=200, num_test=
   counts = count_words(article.split() + " ".join(abstract).split()
                        for article, abstract in examples["train"])
   num_words = write_vocab(paths["vocab"], counts)
+  # The demo's text is made of its tokens: raw text becomes them by splitting on whitespace.
+  write_tokenization(paths["vocab"], "whitespace", False, raw_tokenizer="whitespace",
+                     raw_lowercase=False)
   logging.info("Demo corpus (seed %d): %d/%d/%d train/val/test examples, %d vocab words, "
                "in %s (%.1f s)", seed, num_train, num_val, num_test, num_words, out_dir,
                time.time() - start)

@@ -8,8 +8,8 @@ the session loader TF Serving runs, and only then renamed into place, so a serve
 overwritten.
 
 Everything happens in the graph, with core TensorFlow ops only (no tensorflow-text), so stock
-TF Serving and any TF runtime can run it without this package: tokenisation as in training
-(`text.tokenize`; --tokenizer=ptb too, in RE2 passes of `tf.strings.regex_replace`), truncation
+TF Serving and any TF runtime can run it without this package: tokenisation of raw text as the
+training data was prepared (`raw_text`; ptb in RE2 passes of `tf.strings.regex_replace`), truncation
 to max_enc_steps, the vocab lookup from the vocab asset, the per-article OOV list and extended
 ids (`data.article_features`, as decode mode), the compiled beam search with decode mode's
 settings, and detokenisation.
@@ -51,6 +51,7 @@ from pointer_gen import beam_search
 from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import model as model_lib
+from pointer_gen import raw_text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -114,8 +115,9 @@ class Summarizer(tf.Module):
 
   def _article_features(self, article):
     hps = self._hps
+    tokenizer, lowercase = raw_text.applied(hps)
     return data.article_features(article, self.word_to_id, self.model.vocab_size,
-                                 hps.max_enc_steps, hps.pointer_gen, hps.tokenizer, hps.lowercase)
+                                 hps.max_enc_steps, hps.pointer_gen, tokenizer, lowercase)
 
   @staticmethod
   def _batch(article):
@@ -189,6 +191,7 @@ class Summarizer(tf.Module):
 def recorded_settings(hps, vocab_size, ckpt_path, step):
   """The decode settings an export runs with, for the `settings` signature and assets.extra."""
   alpha = hps.length_penalty_alpha
+  raw_tokenizer, raw_lowercase = raw_text.applied(hps)
   return {
       "vocab_size": vocab_size,
       "max_enc_steps": hps.max_enc_steps,
@@ -200,6 +203,9 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
       "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
       "length_penalty_alpha": 0.0 if alpha is None else float(alpha),
       "first_step_context": hps.first_step_context,
+      # How the export tokenises its input; tokenizer and lowercase read the run's data files.
+      "raw_tokenizer": raw_tokenizer,
+      "raw_lowercase": raw_lowercase,
       "tokenizer": hps.tokenizer,
       "lowercase": hps.lowercase,
       "pointer_gen": hps.pointer_gen,

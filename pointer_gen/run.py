@@ -25,6 +25,7 @@ from pointer_gen import demo_data
 from pointer_gen import distribute
 from pointer_gen import evaluate
 from pointer_gen import export
+from pointer_gen import raw_text
 from pointer_gen import records
 from pointer_gen import run_lock
 from pointer_gen import run_record
@@ -107,15 +108,22 @@ def settle_hparams(flag_values):
   if hps.mode == "eval" and not hps.single_pass:
     evaluate.wait_for_train_dir(hps)  # started with its trainer, it needs the trainer's record
   # A train dir without a checkpoint holds no model yet: training it (re)writes the record.
+  recorded = None
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
     changeable = run_record.CHANGEABLE_BY_TRAIN if hps.mode == "train" else ()
     hps = run_record.reconcile(hps, given, changeable)
+    recorded = run_record.read(hps.run_dir)
     # The conversion reads a model without coverage and writes one with it (--coverage).
     path = None if hps.convert_to_coverage_model else checkpoint_to_load(hps)
     if path:
       hps = checkpoints.with_coverage_of(hps, given, path)
   hps = resolve_data(hps, given)
   vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase)
+  hps = raw_text.settle(hps, given, recorded)
+  if hps.mode == "export":
+    raw_text.required(hps, "--mode=export")  # the SavedModel tokenises raw text
+  elif not utility:
+    raw_text.check_data(hps)
   return hps
 
 
@@ -210,6 +218,8 @@ def main(argv):
   stopping.exit_if_requested()  # a signal while TensorFlow was being imported
   try:
     hps = settle_hparams(FLAGS)
+    if "raw_tokenizer" in config.given_flags(FLAGS) and hps.mode != "train":
+      run_record.add_raw_text(hps)  # train and the utilities write the whole record
     train.configure_tensorflow(hps.debug)
     utility = hps.convert_to_coverage_model or hps.restore_best_model
     # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.

@@ -13,6 +13,10 @@ one model or the other (the entry point builds the model as the checkpoint it lo
 record's `coverage` is the current phase's, and `phases` lists the phases in the order they
 began: {"coverage", "from_step", "by"}.
 
+How raw text became the model's tokens (`raw_tokenizer`, `raw_lowercase`; null when unknown) is
+recorded too, but settled by raw_text.py: a statement of it the record lacks is added to the
+record (`add_raw_text`), one that contradicts the record is an error there.
+
 A vocab inside the log_root tree of the run is recorded relative to the run directory, so that
 the run keeps working when the tree, or the checkout holding it, moves.
 """
@@ -85,10 +89,29 @@ def write(hps, num_train_steps=None, new_run=False, phase_begins=None):
   values["vocab_path"] = _vocab_path_to_record(hps)
   values["vocab_sha256"] = file_checksum(hps.vocab_path)
   values["num_train_steps"] = hps.num_train_steps if num_train_steps is None else num_train_steps
+  values["raw_tokenizer"] = hps.raw_tokenizer
+  values["raw_lowercase"] = hps.raw_lowercase
   values["pointer_gen_version"] = pointer_gen.__version__
   values["tensorflow_version"] = tf.__version__
   make_output_dir(hps.run_dir)
-  path = path_in(hps.run_dir)
+  return _write_values(hps.run_dir, values)
+
+
+def add_raw_text(hps):
+  """Adds how raw text became the tokens (`hps.raw_tokenizer`, `raw_lowercase`) to the run's
+  record when the record lacks it (a run recorded before it was, or trained on data that did
+  not say it); returns whether it did. Without a record, nothing is written: training writes
+  the whole record."""
+  recorded = read(hps.run_dir)
+  if recorded is None or recorded.get("raw_tokenizer") is not None or hps.raw_tokenizer is None:
+    return False
+  recorded.update(raw_tokenizer=hps.raw_tokenizer, raw_lowercase=bool(hps.raw_lowercase))
+  _write_values(hps.run_dir, recorded)
+  return True
+
+
+def _write_values(run_dir, values):
+  path = path_in(run_dir)
   files.write_text_atomic(
       path, json.dumps(dict(sorted(values.items())), indent=2, ensure_ascii=False) + "\n")
   return path

@@ -20,8 +20,8 @@ UNK_ID, PAD_ID, START_ID, STOP_ID = range(4)
 SENTENCE_START = "<s>"
 SENTENCE_END = "</s>"
 FORBIDDEN = frozenset(SPECIALS + (SENTENCE_START, SENTENCE_END))
-# tools/make_vocab.py records how it tokenised beside the vocab, in `<vocab>.tokenization.json`;
-# the vocab file itself keeps the original's format.
+# tools/make_vocab.py and tools/make_datafiles.py record how they tokenised beside the vocab, in
+# `<vocab>.tokenization.json`; the vocab file itself keeps the original's format.
 TOKENIZATION_SUFFIX = ".tokenization.json"
 
 
@@ -135,27 +135,47 @@ def write_tokenization(vocab_path, tokenizer, lowercase, **details):
   return path
 
 
-def check_tokenization(vocab_path, tokenizer, lowercase):
-  """Raises DataError when the vocab's sidecar says it was made with another --tokenizer or
-  --lowercase than the run's. A vocab without a sidecar (the original's) is not checked."""
+def read_tokenization(vocab_path):
+  """The vocab's sidecar as a dict: `tokenizer` and `lowercase`, with which its words are read
+  from the data files, and, when the data files hold pre-tokenised text, `raw_tokenizer` and
+  `raw_lowercase`, which made those tokens from raw text. None without a sidecar (the
+  original's vocab)."""
   path = tokenization_path(vocab_path)
   if not os.path.exists(path):
-    return
+    return None
   try:
     with open(path, encoding="utf-8") as f:
       record = json.load(f)
-    made_with = {"tokenizer": record["tokenizer"], "lowercase": record["lowercase"]}
-  except (OSError, ValueError, KeyError, TypeError) as e:
+    if not isinstance(record, dict) or not {"tokenizer", "lowercase"} <= set(record):
+      raise ValueError("expected an object with tokenizer and lowercase")
+  except (OSError, ValueError) as e:
     raise DataError(f"{path}: cannot read how the vocab was tokenised ({e}); remake it with "
                     "tools/make_vocab.py or delete it") from e
-  run_with = {"tokenizer": tokenizer, "lowercase": lowercase}
-  for name, value in run_with.items():
-    if made_with[name] != value:
-      raise DataError(
-          f"--{name}={_flag_text(value)}, but the vocab {vocab_path} was made with "
-          f"--{name}={_flag_text(made_with[name])} (recorded in {path}): its words would not "
-          f"match the tokens. Pass --tokenizer={made_with['tokenizer']} "
-          f"--lowercase={_flag_text(made_with['lowercase'])}, or remake the vocab.")
+  return record
+
+
+def check_tokenization(vocab_path, tokenizer, lowercase):
+  """Raises DataError when the vocab's sidecar says its words were made with another --tokenizer
+  or --lowercase than the run's: neither the one that reads its data files nor, when it records
+  one, the one that made them from raw text (raw JSONL read as the data was prepared). A vocab
+  without a sidecar (the original's) is not checked."""
+  record = read_tokenization(vocab_path)
+  if record is None:
+    return
+  made_with = (record["tokenizer"], record["lowercase"])
+  raw = (record.get("raw_tokenizer"), record.get("raw_lowercase"))
+  if (tokenizer, lowercase) in (made_with, raw):
+    return
+  name = "tokenizer" if tokenizer != made_with[0] else "lowercase"
+  value = tokenizer if name == "tokenizer" else lowercase
+  made_value = made_with[0] if name == "tokenizer" else made_with[1]
+  raw_hint = (f" (or, for raw text, --tokenizer={raw[0]} --lowercase={_flag_text(raw[1])})"
+              if raw[0] is not None else "")
+  raise DataError(
+      f"--{name}={_flag_text(value)}, but the vocab {vocab_path} was made with "
+      f"--{name}={_flag_text(made_value)} (recorded in {tokenization_path(vocab_path)}): its "
+      f"words would not match the tokens. Pass --tokenizer={made_with[0]} "
+      f"--lowercase={_flag_text(made_with[1])}{raw_hint}, or remake the vocab.")
 
 
 def _flag_text(value):

@@ -149,7 +149,8 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path):
   assert first == _tree_bytes(tmp_path / "b")
   other = _tree_bytes(tmp_path / "c")
   assert first.keys() == other.keys()
-  assert all(first[k] != other[k] for k in first)
+  # The vocab's .tokenization.json says how any demo corpus is tokenised.
+  assert all(first[k] != other[k] for k in first if not k.endswith(".tokenization.json"))
 
 
 def test_same_bytes_in_another_process(tmp_path):

@@ -218,6 +218,8 @@ def test_settings_and_layout(exported):
   saved, hps = exported["saved"], exported["hps"]
   expected = {"beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12, "max_enc_steps": 60,
               "vocab_size": 519, "tokenizer": "whitespace", "lowercase": False,
+              # The demo corpus's raw text is its tokens: its vocab's .tokenization.json.
+              "raw_tokenizer": "whitespace", "raw_lowercase": False,
               "pointer_gen": True, "coverage": True, "ranking": "average_log_prob",
               "precision": "float32", "first_step_context": "original", "step": STEP}
   settings = exported["client"]["settings"]

@@ -156,7 +156,8 @@ def test_stories_chunks_of_1000_and_whole_split_files(story_run):
   assert b"".join(p.read_bytes() for p in train_chunks) == (out_dir / "train.bin").read_bytes()
   assert (chunked / "val_000.bin").read_bytes() == (out_dir / "val.bin").read_bytes()
   # Nothing else is left in the output directory (no staging or temporary files).
-  assert sorted(os.listdir(out_dir)) == ["chunked", "test.bin", "train.bin", "val.bin", "vocab"]
+  assert sorted(os.listdir(out_dir)) == ["chunked", "test.bin", "train.bin", "val.bin", "vocab",
+                                         "vocab.tokenization.json"]
 
 
 def test_stories_read_back_by_the_project_reader(story_run):
@@ -176,6 +177,10 @@ def test_stories_vocab_is_the_original_count(story_run):
   counts = _original_vocab(_walk(out_dir / "train.bin"))
   lines = (out_dir / "vocab").read_text(encoding="utf-8").splitlines()
   assert lines == [f"{w} {c}" for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+  # Read from the .bin files by splitting on whitespace; made from raw text by ptb, lower-cased.
+  assert json.loads((out_dir / "vocab.tokenization.json").read_text(encoding="utf-8")) == {
+      "tokenizer": "whitespace", "lowercase": False, "raw_tokenizer": "ptb",
+      "raw_lowercase": True}
   # Spot checks by hand: every filler story has "story", "is", "short", "point" and two "."
   # (the article's and the highlight's); the hand-written ones add more.
   got = dict(line.split(" ") for line in lines)
@@ -197,8 +202,8 @@ def test_stories_without_highlights_or_article_are_counted_and_named(story_run):
           f"{_story_name(_url('val_filler'))}: 3 bytes\n") in output
   assert output.count("not valid UTF-8") == 1
   assert "train: 2300 stories in " in output and " stories/s)" in output
-  assert "vocab: " in output and f"Wrote train.bin, val.bin, test.bin, vocab and 5 chunked " \
-      f"files to {out_dir}" in output
+  assert "vocab: " in output and f"Wrote train.bin, val.bin, test.bin, vocab, " \
+      f"vocab.tokenization.json and 5 chunked files to {out_dir}" in output
 
 
 def test_missing_stories_are_all_named_and_nothing_is_written(tmp_path):

@@ -109,6 +109,8 @@ def test_first_train_writes_run_config(hf_data, trained):
       "vocab_path": os.path.abspath(hf_data["vocab"]), "vocab_sha256": checksum,
       "vocab_size": 0, "hidden_dim": 8, "emb_dim": 8, "pointer_gen": True, "coverage": False,
       "max_enc_steps": 30, "tokenizer": "punct", "lowercase": True, "data_format": "auto",
+      # JSONL read with punct: raw text becomes the model's tokens so.
+      "raw_tokenizer": "punct", "raw_lowercase": True,
       "article_key": "document", "abstract_key": "summary", "num_train_steps": 2,
       "phases": [{"coverage": False, "from_step": 0, "by": "train"}],
       "pointer_gen_version": pointer_gen.__version__, "tensorflow_version": tf.__version__}

@@ -24,12 +24,15 @@ from pointer_gen import config
 from pointer_gen import layers
 from pointer_gen import losses
 from pointer_gen import model as model_lib
+from pointer_gen import raw_text
 from pointer_gen import run_record
 from pointer_gen import tf1_checkpoint
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
+from helpers import load_tool
+from helpers import run_main
 from helpers import run_tf1_reference
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -404,11 +407,35 @@ def test_errors_name_the_variable_or_flag(reference, tmp_path, case, message):
   assert not os.path.exists(hps.train_dir)  # nothing written on failure
 
 
+def test_converted_run_serves_raw_text_as_stated(reference, tmp_path, capsys):
+  """Converted with the paper's statement (as tools/convert_tf1_checkpoint.py does with
+  --raw_tokenizer=ptb --raw_lowercase), the run exports with no tokenizer or case flag a
+  SavedModel that tokenises raw English as tools/make_datafiles.py made the original's data."""
+  max_enc_steps = 12
+  hps = raw_text.settle(_hps(reference, tmp_path, max_enc_steps=max_enc_steps,
+                             raw_tokenizer="ptb", raw_lowercase=True),
+                        given={"raw_tokenizer", "raw_lowercase"})
+  tf1_checkpoint.convert_to_run(hps, _vocab(hps), reference["prefix"])
+  code, _, err = run_main(capsys, "--mode=export", f"--log_root={tmp_path}",
+                          "--exp_name=converted", f"--export_dir={tmp_path / 'exports'}",
+                          "--beam_size=2", "--min_dec_steps=1", "--max_dec_steps=3")
+  assert code == 0, err
+  articles = ["The mayor (who was elected) didn't say.\n\nOfficials said the U.S. plan isn't "
+              "ready", "Police can't say why \"the bridge\" closed"]
+  loaded = tf.saved_model.load(str(tmp_path / "exports" / str(STEP)))
+  got = loaded.signatures["attention"](article=tf.constant(articles))["article_tokens"]
+  made = load_tool("make_datafiles").line_tokenizer("ptb", lowercase=True)(tf.constant(articles))
+  assert [[t for t in row if t] for row in got.numpy().tolist()] == [
+      row.split(b" ")[:max_enc_steps] for row in made.numpy()]
+  assert made.numpy()[0].startswith(b"the mayor -lrb- who was elected -rrb- did n't say .")
+
+
 def test_cli_converts_into_a_run_and_refuses_to_overwrite_it(reference, tmp_path):
   args = [sys.executable, str(REPO / "tools" / "convert_tf1_checkpoint.py"),
           f"--tf1_checkpoint={reference['tf10_prefix']}", f"--vocab_path={reference['vocab']}",
           f"--log_root={tmp_path}", "--exp_name=pretrained", f"--hidden_dim={H}",
-          f"--emb_dim={E}", f"--vocab_size={V}", "--pointer_gen", "--coverage"]
+          f"--emb_dim={E}", f"--vocab_size={V}", "--pointer_gen", "--coverage",
+          "--raw_tokenizer=ptb", "--raw_lowercase"]
   result = subprocess.run(args, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
                           capture_output=True, text=True, timeout=120)
   assert result.returncode == 0, result.stderr[-3000:]
@@ -416,6 +443,8 @@ def test_cli_converts_into_a_run_and_refuses_to_overwrite_it(reference, tmp_path
   hps = _hps(reference, tmp_path, exp_name="pretrained")
   written = str(tmp_path / "pretrained" / "train" / f"model.ckpt-{STEP}")
   assert checkpoints.newest(hps.train_dir) == written
+  recorded = run_record.read(hps.run_dir)
+  assert (recorded["raw_tokenizer"], recorded["raw_lowercase"]) == ("ptb", True)
   files = sorted(os.listdir(hps.train_dir))
   # A second conversion into the run (of any checkpoint) must not touch it.
   with pytest.raises(DataError, match="already holds checkpoints"):

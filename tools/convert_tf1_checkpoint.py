@@ -6,7 +6,10 @@
 writes `<log_root>/<exp_name>/train/model.ckpt-<step>` as that run's newest checkpoint, with the
 original's Adagrad accumulators and global step (--drop_optimizer_state starts them afresh).
 The model flags (--hidden_dim, --emb_dim, --vocab_size, --pointer_gen, --coverage; the same
---flagfile as training works) must describe the model the checkpoint holds.
+--flagfile as training works) must describe the model the checkpoint holds. --raw_tokenizer and
+--raw_lowercase state how raw text became the tokens of its training data (the original's
+CNN/DailyMail data and pretrained models: --raw_tokenizer=ptb --raw_lowercase); the run records
+them, and its export and raw-JSONL decode apply them.
 """
 
 import os
@@ -18,6 +21,7 @@ from absl import app
 from absl import flags
 
 from pointer_gen import config
+from pointer_gen import raw_text
 from pointer_gen import tf1_checkpoint
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
@@ -44,13 +48,17 @@ def convert(hps, prefix, drop_optimizer_state):
   path, step = tf1_checkpoint.convert_to_run(hps, vocab, prefix, drop_optimizer_state)
   state = "fresh optimizer state" if drop_optimizer_state else "Adagrad accumulators carried"
   print(f"Wrote {path} (step {step}, {state}), the newest checkpoint of {hps.train_dir}")
+  if raw_text.of(hps) is None:
+    print(f"How raw text became the model's tokens is not recorded: export and raw-JSONL decode "
+          f"will ask for {raw_text.STATEMENT} ({raw_text.PAPER} for the original's models)")
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   try:
-    convert(config.HParams.from_flags(FLAGS), FLAGS.tf1_checkpoint, FLAGS.drop_optimizer_state)
+    hps = raw_text.settle(config.HParams.from_flags(FLAGS), config.given_flags(FLAGS))
+    convert(hps, FLAGS.tf1_checkpoint, FLAGS.drop_optimizer_state)
   except DataError as e:
     sys.exit(f"convert_tf1_checkpoint: error: {e}")
 

@@ -20,9 +20,10 @@ The report names the stories without highlights or with an empty article and eve
 that is not valid UTF-8 (its invalid bytes are dropped, as the original's CoreNLP step did). A
 split without records is an error, and nothing is written.
 
-Unlike tools/make_vocab.py it writes no `vocab.tokenization.json`: like the original's, the vocab
-fits both the .bin files (read with --tokenizer=whitespace) and the raw text they came from (read
-with this run's --tokenizer and --lowercase).
+Beside the vocab it writes `vocab.tokenization.json`: the vocab's words are read from the .bin
+files with --tokenizer=whitespace (their text is tokenised), and raw text became them by this
+run's --tokenizer and --lowercase (`raw_tokenizer`, `raw_lowercase`), which a run trained on the
+files records and applies to raw text (--mode=export, decode of raw JSONL).
 """
 
 import collections
@@ -478,7 +479,9 @@ def _write_all(sources, staging, tokenizer, lowercase, chunk_size, max_size, out
       counts = split_counts
   if counts is not None:
     written = vocab.write_vocab(os.path.join(staging, "vocab"), counts, max_size)
-    names.append("vocab")
+    sidecar = vocab.write_tokenization(os.path.join(staging, "vocab"), "whitespace", False,
+                                       raw_tokenizer=tokenizer, raw_lowercase=lowercase)
+    names += ["vocab", os.path.basename(sidecar)]
     print(f"vocab: {written} words (of {len(counts)} distinct in train)", file=out)
   return names
 

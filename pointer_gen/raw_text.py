@@ -1,0 +1,157 @@
+"""How raw text becomes a run's tokens (`raw_tokenizer`, `raw_lowercase`), kept apart from how
+its data files are read (`tokenizer`, `lowercase`).
+
+The original's `.bin` files hold text tokenised before training (CNN/DailyMail's by CoreNLP and
+lower-casing), which a run reads by splitting on whitespace; a SavedModel, and a decode of raw
+JSONL, must turn raw text into tokens as that data was prepared. That is a fact of the data,
+and of the model trained on it, known from:
+- the run's run_config.json, where training, a converted checkpoint and a statement record it;
+- the vocab's `<vocab>.tokenization.json`, where tools/make_datafiles.py writes it;
+- the data: text read with a tokenizer other than whitespace, or the JSONL a new run trains on,
+  is raw text, which became the model's tokens by that --tokenizer and --lowercase;
+- the user's statement, --raw_tokenizer and --raw_lowercase, for data and checkpoints that carry
+  no record (the original's finished_files and pretrained models: ptb, lower-cased).
+Two of them that disagree are an error naming both.
+"""
+
+from pointer_gen import records
+from pointer_gen import run_record
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+STATEMENT = "--raw_tokenizer and --raw_lowercase"
+# For the data and checkpoints that carry no record.
+PAPER = "--raw_tokenizer=ptb --raw_lowercase"
+
+
+def settle(hps, given, recorded=None):
+  """`hps` with raw_tokenizer and raw_lowercase from every source that knows them (both None
+  when none does). `given`: the flags the user set; `recorded`: the run's record, if this mode
+  reads it.
+
+  Raises DataError when two sources disagree, or for --raw_lowercase without --raw_tokenizer.
+  """
+  known = []  # (value, where it came from)
+  if "raw_tokenizer" in given:
+    known.append(((hps.raw_tokenizer, bool(hps.raw_lowercase)), f"given as {STATEMENT}"))
+  elif "raw_lowercase" in given:
+    raise DataError(f"--raw_lowercase={_text(hps.raw_lowercase)} without --raw_tokenizer: "
+                    "state how raw text became the data's tokens with both")
+  if recorded and recorded.get("raw_tokenizer") is not None:
+    known.append(((recorded["raw_tokenizer"], recorded["raw_lowercase"]),
+                  f"recorded in {run_record.path_in(hps.run_dir)}"))
+  sidecar = vocab_lib.read_tokenization(hps.vocab_path) if hps.vocab_path else None
+  if sidecar and sidecar.get("raw_tokenizer") is not None:
+    known.append(((sidecar["raw_tokenizer"], sidecar["raw_lowercase"]),
+                  f"recorded in {vocab_lib.tokenization_path(hps.vocab_path)}"))
+  flags = f"--tokenizer={hps.tokenizer} --lowercase={_text(hps.lowercase)}"
+  if hps.tokenizer != "whitespace":
+    known.append(((hps.tokenizer, hps.lowercase), f"{flags}, which read raw text"))
+  elif not known and hps.mode == "train" and set(_formats(hps)) == {"jsonl"}:
+    # Raw text that nothing else describes becomes the model's tokens as training reads it.
+    known.append(((hps.tokenizer, hps.lowercase),
+                  f"{flags}, with which this run reads its JSONL training data"))
+  for value, source in known[1:]:
+    if value != known[0][0]:
+      raise _conflict(known[0], (value, source))
+  tokenizer, lowercase = known[0][0] if known else (None, None)
+  return hps.replace(raw_tokenizer=tokenizer, raw_lowercase=lowercase)
+
+
+def of(hps):
+  """(tokenizer, lowercase) that turn raw text into the run's tokens, or None when unknown."""
+  if hps.raw_tokenizer is not None:
+    return hps.raw_tokenizer, bool(hps.raw_lowercase)
+  if hps.tokenizer != "whitespace":
+    return hps.tokenizer, hps.lowercase
+  return None
+
+
+def applied(hps):
+  """(tokenizer, lowercase) the run applies to raw text: of(hps), or, when that is unknown, the
+  data files' (the modes refuse to come here then: `required`, `check_data`)."""
+  return of(hps) or (hps.tokenizer, hps.lowercase)
+
+
+def required(hps, needed_by):
+  """of(hps), or a DataError telling the user what to state. `needed_by`: what needs it."""
+  value = of(hps)
+  if value is not None:
+    return value
+  raise DataError(
+      f"{needed_by} needs to know how raw text became this model's tokens, and nothing says it: "
+      f"the run reads its data with --tokenizer={hps.tokenizer} --lowercase="
+      f"{_text(hps.lowercase)} (pre-tokenised text, such as the original's .bin files), and "
+      f"neither {run_record.path_in(hps.run_dir)} nor the vocab's "
+      f"{vocab_lib.tokenization_path(hps.vocab_path)} records how that text was tokenised. "
+      f"State it once with {STATEMENT} (then recorded in run_config.json): {PAPER} for "
+      "CNN/DailyMail's finished_files and the original's pretrained models; "
+      "--raw_tokenizer=whitespace if raw text is to be split on whitespace only")
+
+
+def reading(hps):
+  """(tokenizer, lowercase) that turn the text of --data_path into the model's tokens: `.bin`
+  files hold pre-tokenised text, read with --tokenizer and --lowercase; JSONL files raw text,
+  tokenised as the data was prepared (the same unless the run was trained on pre-tokenised
+  text; when that is unknown, as the data files, which `check_data` refuses for the modes).
+  Raises DataError for a glob mixing the two when they differ."""
+  files = (hps.tokenizer, hps.lowercase)
+  raw = applied(hps)
+  if raw == files:
+    return files
+  formats = set(_formats(hps))
+  if formats == {"jsonl"}:
+    return raw
+  if "jsonl" in formats:
+    raise DataError(f"--data_path={hps.data_path} mixes .bin files (pre-tokenised, read with "
+                    f"--tokenizer={hps.tokenizer}) and JSONL files (raw text, tokenised as "
+                    "the data was prepared): give one format at a time")
+  return files
+
+
+def check_data(hps):
+  """Raises DataError when --data_path holds raw text (JSONL) and how raw text became the
+  run's tokens is unknown, when it mixes formats that are read differently, and when .bin
+  files whose vocab says their text is tokenised would be tokenised again (ptb is not
+  idempotent: `-lrb-` would become `- lrb -`)."""
+  formats = _formats(hps)
+  if of(hps) is None and "jsonl" in formats:
+    required(hps, f"--data_path={hps.data_path} (JSONL: raw text)")
+  reading(hps)
+  sidecar = vocab_lib.read_tokenization(hps.vocab_path) if hps.vocab_path else None
+  files = (hps.tokenizer, hps.lowercase)
+  if ("bin" in formats and sidecar and files != (sidecar["tokenizer"], sidecar["lowercase"])
+      and files == (sidecar.get("raw_tokenizer"), sidecar.get("raw_lowercase"))):
+    raise DataError(
+        f"--tokenizer={hps.tokenizer} --lowercase={_text(hps.lowercase)} would tokenise the "
+        f".bin files of --data_path={hps.data_path} again: "
+        f"{vocab_lib.tokenization_path(hps.vocab_path)} says their text is already tokenised "
+        f"that way from raw text, and is read with --tokenizer={sidecar['tokenizer']} "
+        f"--lowercase={_text(sidecar['lowercase'])}. Leave --tokenizer and --lowercase out: the "
+        "run records how raw text became the tokens and applies it to raw text (export, "
+        "decode of JSONL)")
+
+
+def _formats(hps):
+  if not hps.data_path:
+    return []
+  return [records.detect_format(p, hps.data_format) for p in records.expand_glob(hps.data_path)]
+
+
+def _conflict(first, second):
+  (a, a_source), (b, b_source) = sorted((first, second), key=lambda k: STATEMENT not in k[1])
+  if STATEMENT in a_source:
+    hint = (f"leave {STATEMENT} out to use the known value, or start a new run (another "
+            "--exp_name)")
+  else:
+    hint = "the run, its vocab and its data must agree: use the data and vocab it was made with"
+  return DataError(f"how raw text became this run's tokens: {_pair(a)} ({a_source}) "
+                   f"contradicts {_pair(b)} ({b_source}); {hint}")
+
+
+def _pair(value):
+  return f"raw_tokenizer={value[0]}, raw_lowercase={_text(value[1])}"
+
+
+def _text(value):
+  return str(value).lower() if isinstance(value, bool) else str(value)
