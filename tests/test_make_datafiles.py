@@ -478,8 +478,8 @@ def test_command_line(tmp_path):
   fails = start("-c", _MAIN_PER_ARGV, json.dumps(list(failing.values())))
   out, err = stories.communicate(timeout=300)
   assert stories.returncode == 0, err
-  assert (f"Wrote train.bin, val.bin, test.bin, vocab and 3 chunked files to {tmp_path}/out"
-          in out)
+  assert (f"Wrote train.bin, val.bin, test.bin, vocab, vocab.tokenization.json and 3 chunked "
+          f"files to {tmp_path}/out" in out)
   assert _walk(tmp_path / "out" / "test.bin") == [HAND_STORIES["full"][1:],
                                                   HAND_STORIES["non_ascii"][1:]]
   out, err = jsonl.communicate(timeout=300)
