@@ -1,13 +1,13 @@
-"""Continuous batching for single-pass decode: beam search over a fixed number of slots, each
-searching its own article, where a slot whose search has ended takes the next article at once
-instead of the whole batch waiting for its slowest article.
+"""Continuous batching for single-pass decode: a fixed number of slots, each searching its own
+article, where a slot whose search has ended takes the next article at once instead of the whole
+batch waiting for its slowest article.
 
-It runs any search strategy (search.py; default the beam search). Every slot keeps its own step
-counter and hypotheses (the strategy's per-article search state), and each step is the
+It runs any search strategy (search.py; the beam search by default). Every slot keeps its own
+step counter and hypotheses (the strategy's per-article search state), and each step is the
 strategy's `advance`, the same code as the one-batch search: an article's summary is the one it
-gets decoded alone. Memory (encoder states, features, mask, extended ids) lives in
-variables of max_enc_steps positions, updated in place for the slots that take a new article;
-the search state is a tensor per quantity, passed through three compiled functions: `_encode`
+gets decoded alone. Memory (encoder states, features, mask, extended ids) lives in variables of
+max_enc_steps positions, updated in place for the slots that take a new article; the search
+state (a search.State of tensors) passes through three compiled functions: `_encode`
 (the next num_slots articles in one encoder pass), `_admit` (start encoded articles' searches in
 the slots that are free) and `_run` (advance every slot until one more search has ended).
 Once no article is left, the searches still running are gathered into fewer rows (a power of

@@ -103,7 +103,7 @@ def map_state(per_article, per_row, *states):
   and the hypotheses), per_row on their [N*K, ...] tensors (the decoder state)."""
   return State(
       step=per_article(*(s.step for s in states)),
-      decoder_state=tuple(tf.nest.map_structure(per_row, *(s.decoder_state for s in states))),
+      decoder_state=tf.nest.map_structure(per_row, *(s.decoder_state for s in states)),
       hypotheses=tf.nest.map_structure(per_article, *(s.hypotheses for s in states)))
 
 
