@@ -23,6 +23,7 @@ Training:
   train                `--mode=train`: the loop, checkpoints, TensorBoard, non-finite guard
   evaluate             `--mode=eval`: scores checkpoints on validation data, keeps the best
 Decoding and serving:
+  search               the search's contract: settings, state, what a strategy implements
   beam_search          the original's beam search, compiled: many articles x beams a step
   continuous_batching  single-pass decode's slots, each taking the next article when done
   decode               `--mode=decode`: single-pass with ROUGE, or endless with attention

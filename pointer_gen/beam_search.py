@@ -10,20 +10,21 @@ hypotheses; the visit stops once beam_size live hypotheses or beam_size results 
 ends at max_dec_steps or when beam_size results exist; the winner is the result (or, with none,
 the live hypothesis) of best average log-probability.
 
-Every article keeps its own step counter, and an article whose search has ended stays as it is
-while the others go on: the pieces (start / encode, advance, finished, winners) also run
-continuous batching (continuous_batching.py), where articles start at different steps.
+`BeamSearch` is a search strategy (the contract in search.py): every article keeps its own step
+counter, and an article whose search has ended stays as it is while the others go on, so the
+same steps also run continuous batching (continuous_batching.py), where articles start at
+different steps.
 """
 
-import dataclasses
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from pointer_gen import config
-from pointer_gen import kernels
 from pointer_gen import layers
 from pointer_gen import precision
+from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
+
 
 def _gather_beams(tensor, indices):
   """tensor [N, K, ...], indices [N, K'] into K -> [N, K', ...]."""
@@ -117,26 +118,6 @@ def top_k(values, k):
   return tf.cond(blocks >= k, by_blocks, lambda: tuple(tf.math.top_k(values, k)))
 
 
-def copy_index(ext_ids):
-  """What the copy distribution of an article needs of its extended ids [M, L], made once per
-  article instead of at every step: the distinct ids in increasing order ("article_ids" [M, L],
-  -1 past the last) and, for every position, the index of its id among them ("copy_segment"
-  [M, L])."""
-  rows, length = tf.shape(ext_ids)[0], tf.shape(ext_ids)[1]
-  order = tf.argsort(ext_ids, axis=1, stable=True)  # [M, L]
-  sorted_ids = tf.gather(ext_ids, order, batch_dims=1)  # [M, L]
-  starts = tf.concat([tf.ones([rows, 1], tf.bool),
-                      sorted_ids[:, 1:] != sorted_ids[:, :-1]], axis=1)  # [M, L]
-  run = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # [M, L]: in sorted order
-  distinct = tf.reshape(tf.math.unsorted_segment_max(
-      tf.reshape(sorted_ids, [-1]), tf.reshape(run + tf.range(rows)[:, None] * length, [-1]),
-      rows * length), [rows, length])  # [M, L]
-  is_run = tf.range(length)[None, :] <= run[:, -1:]  # [M, L]
-  # The inverse permutation of `order` takes each run index back to its position.
-  segment = tf.gather(run, tf.argsort(order, axis=1), batch_dims=1)  # [M, L]
-  return {"copy_segment": segment, "article_ids": tf.where(is_run, distinct, -1)}
-
-
 def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
   """top_k(final_distribution(softmax(vocab_logits), attn, p_gen, ext_ids, ...), k) without
   building the [M, V + N] distribution: k values [M, k] and extended ids [M, k] int32.
@@ -149,7 +130,8 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
   at the cut, the larger P_vocab is kept.) This replaces the padding, scatter and top-k passes
   over [M, V + N] with a top-k over [M, V] and work over [M, L].
 
-  vocab_logits [M, V], attn [M, L], p_gen [M] (None: no copying), index: copy_index(ext_ids).
+  vocab_logits [M, V], attn [M, L], p_gen [M] (None: no copying), index:
+  search.copy_index(ext_ids) (or the search's memory, which holds it).
   """
   rows, vocab_size = tf.shape(vocab_logits)[0], tf.shape(vocab_logits)[1]
   vocab_probs = tf.nn.softmax(vocab_logits)  # [M, V]
@@ -188,297 +170,243 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
           tf.gather(ids, position, batch_dims=1))
 
 
-def initial_decoder_state(model, state, features, states, mask, first_step_context):
-  """The decoder state step 0 starts from.
-
-  "original": as the original's decode (initial_state_attention=True), the context and, with
-  coverage, one extra attention added to the coverage, both computed from the encoder's final
-  state; training's step 0 never sees these. "zeros": training's step 0 exactly, a zero context
-  and a zero coverage (the state `model.encode` returns).
-  """
-  if first_step_context == "original":
-    return model.cell.initial_attention(state, features, states, mask)
-  if first_step_context == "zeros":
-    return state
-  raise ValueError(f"first_step_context={first_step_context!r}: expected one of "
-                   f"{', '.join(config.FIRST_STEP_CONTEXTS)}")
+class Hypotheses(NamedTuple):
+  """Hypotheses of N articles, K each."""
+  tokens: tf.Tensor  # [N, K, T] extended ids, [PAD] after the last
+  log_prob: tf.Tensor  # [N, K] the sum of the tokens' log-probabilities
+  p_gens: tf.Tensor  # [N, K, T]
+  attn: Any  # [N, K, T, L] with Settings.keep_attention, else () (no tensor)
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
-  """The search's constants: see beam_search."""
-  beam_size: int
-  max_dec_steps: int
-  min_dec_steps: int
-  keep_attention: bool = False
-  block_ngram_repeat: int = 0
-  length_penalty_alpha: float | None = None
-  first_step_context: str = "original"
-  # The attention scores from one XLA kernel (kernels.compiled_attention_scores), with the
-  # encoder states and features stored once per article, not once per hypothesis: continuous
-  # batching's shapes are fixed, so it compiles once; exports stay plain TensorFlow.
-  compiled_attention: bool = False
+class Beam(NamedTuple):
+  """The beam search's own part of the search state (search.State.hypotheses)."""
+  live: Hypotheses  # the K live hypotheses, best first
+  done: Hypotheses  # the results in the order found: the first num_done of K
+  done_score: tf.Tensor  # [N, K] each result's rank (_score), -inf where none
+  done_length: tf.Tensor  # [N, K] each result's tokens, [STOP] included
+  num_done: tf.Tensor  # [N]
 
 
-# The memory an article's hypotheses share when Settings.compiled_attention; the mask and the
-# extended ids are per row (per hypothesis) always.
-SHARED_MEMORY = ("states", "features")
+class Candidates(NamedTuple):
+  """The extensions proposed at one step: [N, K, 2K] as proposed, [N, C] (C = 2K*K) as
+  visited."""
+  ids: tf.Tensor  # the extension's token, an extended id
+  log_prob: tf.Tensor  # the extended hypothesis's log-probability sum
+  score: tf.Tensor  # its rank (_score); -inf if not proposed
+  proposed: tf.Tensor  # bool
 
 
-def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, beam_size, max_dec_steps,
-                min_dec_steps, keep_attention=False, block_ngram_repeat=0,
-                length_penalty_alpha=None, first_step_context="original",
-                compiled_attention=False):
-  """Decodes a batch of N articles.
+class Outputs(NamedTuple):
+  """What one decoder step records in the hypotheses that take it."""
+  step_mask: tf.Tensor  # [N, 1, T]: 1.0 at each article's step
+  p_gen: tf.Tensor  # [N, K] of each live hypothesis
+  attn: tf.Tensor  # [N, K, L] of each live hypothesis
 
-  block_ngram_repeat=n > 0 forbids any hypothesis to repeat one of its n-grams,
-  length_penalty_alpha ranks by GNMT's length penalty, and first_step_context="zeros" starts
-  step 0 from training's zero context (see initial_decoder_state); all are extras, off by
-  default, so that summaries are the original's. compiled_attention: see Settings.
+
+class Visit(NamedTuple):
+  """One step's candidates in visiting order and what the visit made of them, [N, C] each."""
+  candidates: Candidates
+  parent: tf.Tensor  # the live hypothesis each extends
+  live: tf.Tensor  # bool: visited, and a new live hypothesis
+  done: tf.Tensor  # bool: visited, and a new result
+  live_count: tf.Tensor  # live hypotheses up to and including each candidate
+  done_count: tf.Tensor  # results up to and including each candidate
+
+
+def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings):
+  """Decodes a batch of N articles with search.Settings `settings`.
 
   enc_input, enc_input_ext [N, L] int32; enc_len [N]; max_oovs: scalar, the widest OOV list.
-  Returns tokens [N, max_dec_steps] (extended ids, [STOP] included if generated, [PAD] after),
-  length [N] (tokens generated, [STOP] included), score [N] (average log-probability with the
-  [START] token counted, as the original), log_prob [N] (sum), p_gens [N, max_dec_steps] and,
-  if keep_attention, attn [N, max_dec_steps, L].
+  Returns the winners (search's contract): tokens [N, max_dec_steps], length [N], score [N]
+  (average log-probability with the [START] token counted, as the original), log_prob [N],
+  p_gens [N, max_dec_steps] and, if settings.keep_attention, attn [N, max_dec_steps, L].
   """
-  settings = Settings(beam_size, max_dec_steps, min_dec_steps, keep_attention,
-                      block_ngram_repeat, length_penalty_alpha, first_step_context,
-                      compiled_attention)
-  memory, search = start(model, enc_input, enc_len, enc_input_ext, settings)
-  (final,) = tf.while_loop(
-      lambda search: tf.reduce_any(~finished(search, settings)),
-      lambda search: (advance(model, memory, search, max_oovs, settings),), (search,),
-      maximum_iterations=max_dec_steps)
-  return winners(final, settings)
+  return BeamSearch(settings).search(model, enc_input, enc_len, enc_input_ext, max_oovs)
 
 
-def encode(model, enc_input, enc_len, settings):
-  """N articles' memory, without the extended ids (encoder states and W_h features
-  [N, L, 2H], mask [N, L]), and the decoder state ([N, ...] tuple) step 0 starts from."""
-  states, features, mask, state = model.encode(enc_input, enc_len)
-  state = initial_decoder_state(model, state, features, states, mask,
-                                settings.first_step_context)
-  return {"states": states, "features": features, "mask": mask}, state
+class BeamSearch(search_lib.Strategy):
+  """The original's beam search as a search strategy: beam_size rows per article."""
 
+  @property
+  def rows(self):
+    return self.settings.beam_size
 
-def start(model, enc_input, enc_len, enc_input_ext, settings):
-  """Encodes N articles and sets up their searches at step 0.
+  def initial(self, decoder_state, articles, length, step=0):
+    k, steps = self.rows, self.settings.max_dec_steps
+    # Probabilities, p_gens and attention are float32 in every --precision.
+    dtype = precision.OUTPUT_DTYPE
+    steps_shape = [articles, k, steps]
 
-  Returns memory, what the decoder attends to and copies from (encoder states and W_h features
-  [N*K, L, 2H]; with settings.compiled_attention states [N, L, 2H] and features [N, 2H, L],
-  see compiled_layout; mask [N*K, L], extended ids and their copy_index [N*K, L]; each
-  article's K rows side by side), and the search state: per article a step counter [N] and its
-  live hypotheses and results.
-  """
-  memory, state = encode(model, enc_input, enc_len, settings)
-  memory = compiled_layout(memory, settings)
-  memory["ext_ids"] = enc_input_ext
-  memory.update(copy_index(enc_input_ext))
-  memory, state = tile_beams(memory, state, settings)
-  return memory, search_state(state, tf.shape(enc_input)[0], tf.shape(enc_input)[1], settings)
+    def none():
+      return Hypotheses(
+          tokens=tf.fill(steps_shape, vocab_lib.PAD_ID),
+          log_prob=tf.zeros([articles, k], dtype),
+          p_gens=tf.zeros(steps_shape, dtype),
+          attn=(tf.zeros([articles, k, steps, length], dtype) if self.settings.keep_attention
+                else ()))
 
+    return search_lib.State(
+        step=tf.fill([articles], step), decoder_state=decoder_state,
+        hypotheses=Beam(live=none(), done=none(),
+                        done_score=tf.fill([articles, k], tf.constant(float("-inf"), dtype)),
+                        done_length=tf.zeros([articles, k], tf.int32),
+                        num_done=tf.zeros([articles], tf.int32)))
 
-def compiled_layout(memory, settings):
-  """The memory as the search reads it: with settings.compiled_attention the features
-  transposed to [N, 2H, L] for kernels.compiled_attention_scores."""
-  if not settings.compiled_attention:
-    return memory
-  return {**memory, "features": kernels.transpose_features(memory["features"])}
+  def finished(self, state):
+    """Ended at max_dec_steps or with beam_size results."""
+    return ((state.step >= self.settings.max_dec_steps)
+            | (state.hypotheses.num_done >= self.settings.beam_size))
 
+  def advance(self, model, memory, state, max_oovs):
+    """One decoder step of every article whose search has not ended; the others stay as they are.
 
-def tile_beams(memory, state, settings):
-  """Memory and decoder state of N articles repeated for their K hypotheses: [N, ...] ->
-  [N*K, ...], every article's K rows side by side; with settings.compiled_attention the
-  SHARED_MEMORY stays [N, ...]."""
-  tile = lambda t: tf.repeat(t, settings.beam_size, axis=0)
-  return ({name: t if settings.compiled_attention and name in SHARED_MEMORY else tile(t)
-           for name, t in memory.items()}, tuple(tile(s) for s in state))
+    Each article has its own step counter, so articles that started at different times (a
+    continuous batch) advance side by side exactly as each would alone. The steps: the live
+    hypotheses propose (_propose), the candidates are visited best first (_visit), and the
+    visited become the new live hypotheses (_next_live) and results (_next_done).
+    """
+    k = self.rows
+    beam = state.hypotheses
+    proposals, outputs, decoder_state = self._propose(model, memory, state, max_oovs)
+    visit = self._visit(proposals, state.step, beam.num_done)
+    live, parent = self._next_live(beam.live, visit, outputs)
+    done, done_score, done_length = self._next_done(beam, visit, state.step, outputs)
+    num_done = beam.num_done + tf.reduce_sum(tf.cast(visit.done, tf.int32), axis=1)  # [N]
+    flat_parent = _merge(parent + tf.range(tf.shape(parent)[0])[:, None] * k)  # [N*K]
+    new = search_lib.State(
+        step=state.step + 1,
+        decoder_state=tuple(tf.gather(s, flat_parent) for s in decoder_state),
+        hypotheses=Beam(live, done, done_score, done_length, num_done))
+    return search_lib.hold_ended(state, new, ~self.finished(state), k)
 
+  def _propose(self, model, memory, state, max_oovs):
+    """Every live hypothesis's top 2K extensions of the final distribution (only the first
+    hypothesis's at step 0, where all are identical): Candidates [N, K, 2K], the step's Outputs
+    and the decoder's new state ([N*K, ...]) of each live hypothesis."""
+    k, settings = self.rows, self.settings
+    live, step = state.hypotheses.live, state.step
+    articles = tf.shape(step)[0]
+    previous = tf.gather(live.tokens, tf.maximum(step - 1, 0), axis=2, batch_dims=1)  # [N, K]
+    previous = tf.where((step > 0)[:, None], previous, vocab_lib.START_ID)  # [N, K]
+    vocab_logits, attn, p_gen, decoder_state = self.decoder_step(
+        model, memory, state.decoder_state, _merge(previous))  # vocab_logits [N*K, V]
+    if settings.block_ngram_repeat:
+      # Blocking zeroes ids anywhere in the distribution: it needs the whole of it.
+      vocab_probs = tf.nn.softmax(vocab_logits)  # [N*K, V]
+      dist = vocab_probs if p_gen is None else layers.final_distribution(
+          vocab_probs, attn, p_gen, memory["ext_ids"], max_oovs)  # [N*K, V(+N)]
+      dist = _block_repeats(dist, _merge(live.tokens), tf.repeat(step, k),
+                            settings.block_ngram_repeat)
+      top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
+    else:
+      top_probs, top_ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory,
+                                                     2 * k)  # [N*K, 2K]
+    dtype = live.log_prob.dtype
+    if p_gen is None:
+      p_gen = tf.ones([tf.shape(vocab_logits)[0]], dtype)  # [N*K]
+    log_prob = live.log_prob[:, :, None] + _split(tf.math.log(top_probs), articles,
+                                                  k)  # [N, K, 2K]
+    # At step 0 every hypothesis is the same [START]: only the first one proposes.
+    proposed = (step > 0)[:, None] | (tf.range(k) == 0)[None, :]  # [N, K]
+    proposed = tf.broadcast_to(proposed[:, :, None], tf.shape(log_prob))  # [N, K, 2K]
+    score = tf.where(proposed,
+                     _score(log_prob, step[:, None, None] + 2, settings.length_penalty_alpha),
+                     float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
+    outputs = Outputs(tf.one_hot(step, settings.max_dec_steps, dtype=dtype)[:, None, :],
+                      _split(p_gen, articles, k), _split(attn, articles, k))
+    return (Candidates(_split(top_ids, articles, k), log_prob, score, proposed), outputs,
+            decoder_state)
 
-def search_state(state, articles, length, settings, step=0):
-  """The search of N articles at `step` with no hypotheses yet, from the decoder `state`
-  ([N*K, ...] tuple) of step 0; `length` is the width L of the articles' memory."""
-  k = settings.beam_size
-  # Probabilities, p_gens and attention are float32 in every --precision.
-  dtype = precision.OUTPUT_DTYPE
-  steps_shape = [articles, k, settings.max_dec_steps]
-  search = {
-      "step": tf.fill([articles], step),
-      "state": state,
-      "live_tokens": tf.fill(steps_shape, vocab_lib.PAD_ID),
-      "live_sum": tf.zeros([articles, k], dtype),
-      "live_p_gens": tf.zeros(steps_shape, dtype),
-      "done_tokens": tf.fill(steps_shape, vocab_lib.PAD_ID),
-      "done_sum": tf.zeros([articles, k], dtype),
-      "done_score": tf.fill([articles, k], tf.constant(float("-inf"), dtype)),
-      "done_len": tf.zeros([articles, k], tf.int32),
-      "done_p_gens": tf.zeros(steps_shape, dtype),
-      "num_done": tf.zeros([articles], tf.int32),
-  }
-  if settings.keep_attention:
-    search["live_attn"] = tf.zeros([articles, k, settings.max_dec_steps, length], dtype)
-    search["done_attn"] = tf.zeros([articles, k, settings.max_dec_steps, length], dtype)
-  return search
+  def _visit(self, proposals, step, num_done):
+    """The candidates visited in order of score, ties in proposal order (as the original's
+    stable sort): a [STOP] candidate becomes a result if at least min_dec_steps steps have
+    passed, else it is dropped; any other becomes a live hypothesis; the visit stops once K live
+    hypotheses or K results exist."""
+    k = self.rows
+    articles, candidates = tf.shape(step)[0], 2 * k * k
+    _, order = tf.math.top_k(tf.reshape(proposals.score, [articles, candidates]),
+                             candidates)  # [N, C]; ties: lower index first
+    ordered = tf.nest.map_structure(
+        lambda t: tf.gather(tf.reshape(t, [articles, candidates]), order, batch_dims=1),
+        proposals)  # [N, C] each
+    is_stop = tf.equal(ordered.ids, vocab_lib.STOP_ID)
+    is_live = tf.logical_not(is_stop) & ordered.proposed
+    accept_stop = is_stop & ordered.proposed & (step >= self.settings.min_dec_steps)[:, None]
+    live_count = tf.cumsum(tf.cast(is_live, tf.int32), axis=1)  # [N, C]
+    done_count = num_done[:, None] + tf.cumsum(tf.cast(accept_stop, tf.int32), axis=1)
+    # The visit stops right after the candidate that fills the beam or the results.
+    full = (live_count >= k) | (done_count >= k)  # [N, C]
+    visited = tf.cumsum(tf.cast(full, tf.int32), axis=1, exclusive=True) == 0
+    return Visit(ordered, parent=order // (2 * k), live=is_live & visited,
+                 done=accept_stop & visited, live_count=live_count, done_count=done_count)
 
+  def _next_live(self, live, visit, outputs):
+    """The new live hypotheses, the first K visited non-[STOP] candidates in visiting order, and
+    the live hypothesis [N, K] each extends."""
+    k = self.rows
+    rank = tf.where(visit.live, visit.live_count - 1, 2 * k * k)  # [N, C]
+    pick = tf.math.top_k(-rank, k).indices  # [N, K] positions in visiting order
+    parent = _gather_beams(visit.parent, pick)  # [N, K]
+    return self._extend(live, parent, _gather_beams(visit.candidates.ids, pick),
+                        _gather_beams(visit.candidates.log_prob, pick), outputs), parent
 
-def finished(search, settings):
-  """[N] bool: the articles whose search has ended (max_dec_steps or beam_size results)."""
-  return (search["step"] >= settings.max_dec_steps) | (search["num_done"] >= settings.beam_size)
+  def _next_done(self, beam, visit, step, outputs):
+    """The results, their scores and lengths ([N, K] each) with the accepted [STOP] candidates
+    in the next free result slots, in visiting order."""
+    k = self.rows
+    slot_of = tf.where(visit.done, visit.done_count - 1, -1)  # [N, C]
+    slot_match = tf.equal(slot_of[:, None, :], tf.range(k)[None, :, None])  # [N, K, C]
+    filled = tf.reduce_any(slot_match, axis=2)  # [N, K]
+    source = tf.argmax(tf.cast(slot_match, tf.int32), axis=2, output_type=tf.int32)  # [N, K]
+    found = lambda t: _gather_beams(t, source)  # [N, C] -> [N, K]
+    stop = tf.fill(tf.shape(source), vocab_lib.STOP_ID)  # [N, K]
+    new = (self._extend(beam.live, found(visit.parent), stop, found(visit.candidates.log_prob),
+                        outputs),
+           found(visit.candidates.score), tf.broadcast_to((step + 1)[:, None], tf.shape(source)))
+    return tf.nest.map_structure(
+        lambda value, old: tf.where(search_lib.expand_to(filled, old), value, old), new,
+        (beam.done, beam.done_score, beam.done_length))
 
+  def _extend(self, live, parents, tokens, log_prob, outputs):
+    """The live hypotheses `parents` [N, M] extended by this step's `tokens` [N, M] and
+    `outputs`, with their new log-probability sums `log_prob` [N, M]."""
+    mask = outputs.step_mask  # [N, 1, T]
+    history = lambda t: _gather_beams(t, parents)  # [N, K, ...] -> [N, M, ...]
+    attn = ()
+    if self.settings.keep_attention:
+      attn = (history(live.attn) * (1.0 - mask)[..., None]
+              + history(outputs.attn)[:, :, None, :] * mask[..., None])  # [N, M, T, L]
+    step_ids = tf.cast(mask, tf.int32)  # [N, 1, T]
+    return Hypotheses(
+        tokens=history(live.tokens) * (1 - step_ids) + tokens[:, :, None] * step_ids,  # [N, M, T]
+        log_prob=log_prob,
+        p_gens=history(live.p_gens) * (1.0 - mask) + history(outputs.p_gen)[:, :, None] * mask,
+        attn=attn)
 
-def advance(model, memory, search, max_oovs, settings):
-  """One decoder step of every article whose search has not ended; the others stay as they are.
+  def winners(self, state):
+    """Best result per article by score; the live beam if none finished."""
+    beam = state.hypotheses
+    has_done = beam.num_done > 0  # [N]
+    live_score = _score(beam.live.log_prob, state.step[:, None] + 1,
+                        self.settings.length_penalty_alpha)  # [N, K]
+    score = tf.where(has_done[:, None], beam.done_score, live_score)  # [N, K]
+    # Live hypotheses are already in visiting (best-first) order; results are not.
+    best = tf.argmax(score, axis=1, output_type=tf.int32)  # [N]; ties: the first
 
-  Each article has its own step counter, so articles that started at different times (a
-  continuous batch) advance side by side exactly as each would alone.
-  """
-  k, steps = settings.beam_size, settings.max_dec_steps
-  vocab_size = model.vocab_size
-  articles = tf.shape(search["num_done"])[0]
-  step = search["step"]  # [N]
-  dtype = search["live_sum"].dtype
-  previous = tf.gather(search["live_tokens"], tf.maximum(step - 1, 0), axis=2,
-                       batch_dims=1)  # [N, K]
-  previous = tf.where((step > 0)[:, None], previous, vocab_lib.START_ID)  # [N, K]
-  # Temporary article-OOV ids are fed back as [UNK]: the embedding only knows the vocab.
-  previous = tf.where(previous >= vocab_size, vocab_lib.UNK_ID, previous)
-  (output, context, attn, p_gen), new_state = model.cell(
-      model.embedding(_merge(previous)), search["state"], memory["features"], memory["states"],
-      memory["mask"], compiled_scores=settings.compiled_attention,
-      beams=k if settings.compiled_attention else 1)
-  vocab_logits = model.cell.vocab_logits(output, context)  # [N*K, V]
-  if settings.block_ngram_repeat:
-    # Blocking zeroes ids anywhere in the distribution: it needs the whole of it.
-    vocab_probs = tf.nn.softmax(vocab_logits)  # [N*K, V]
-    dist = vocab_probs if p_gen is None else layers.final_distribution(
-        vocab_probs, attn, p_gen, memory["ext_ids"], max_oovs)  # [N*K, V(+N)]
-    dist = _block_repeats(dist, _merge(search["live_tokens"]), tf.repeat(step, k),
-                          settings.block_ngram_repeat)
-    top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
-  else:
-    top_probs, top_ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory,
-                                                   2 * k)  # [N*K, 2K]
-  if p_gen is None:
-    p_gen = tf.ones([tf.shape(output)[0]], dtype)  # [N*K]
-  top_logp = _split(tf.math.log(top_probs), articles, k)  # [N, K, 2K]
-  top_ids = _split(top_ids, articles, k)  # [N, K, 2K]
+    def pick(done, live):
+      chosen_done = tf.gather(done, best, batch_dims=1)
+      chosen_live = tf.gather(live, best, batch_dims=1)
+      return tf.where(search_lib.expand_to(has_done, chosen_done), chosen_done, chosen_live)
 
-  cand_sum = search["live_sum"][:, :, None] + top_logp  # [N, K, 2K]
-  # At step 0 every hypothesis is the same [START]: only the first one proposes.
-  proposes = (step > 0)[:, None] | (tf.range(k) == 0)[None, :]  # [N, K]
-  proposes = tf.broadcast_to(proposes[:, :, None], tf.shape(cand_sum))  # [N, K, 2K]
-  cand_score = tf.where(proposes,
-                        _score(cand_sum, step[:, None, None] + 2, settings.length_penalty_alpha),
-                        float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
-  candidates = 2 * k * k
-  _, order = tf.math.top_k(tf.reshape(cand_score, [articles, candidates]),
-                           candidates)  # [N, C]; ties: lower index first, as a stable sort
-
-  def in_order(t):  # [N, K, 2K] -> [N, C] in visiting order
-    return tf.gather(tf.reshape(t, [articles, candidates]), order, batch_dims=1)
-
-  order_ids, order_sum, order_score = in_order(top_ids), in_order(cand_sum), in_order(cand_score)
-  order_parent = order // (2 * k)  # [N, C]
-  valid = in_order(proposes)
-  is_stop = tf.equal(order_ids, vocab_lib.STOP_ID)
-  is_live = tf.logical_not(is_stop) & valid
-  accept_stop = is_stop & valid & (step >= settings.min_dec_steps)[:, None]
-  live_count = tf.cumsum(tf.cast(is_live, tf.int32), axis=1)  # [N, C]
-  done_count = search["num_done"][:, None] + tf.cumsum(tf.cast(accept_stop, tf.int32), axis=1)
-  # The visit stops right after the candidate that fills the beam or the results.
-  full = (live_count >= k) | (done_count >= k)  # [N, C]
-  visited = tf.cumsum(tf.cast(full, tf.int32), axis=1, exclusive=True) == 0
-  new_live = is_live & visited
-  new_done = accept_stop & visited
-
-  step_mask = tf.one_hot(step, steps, dtype=dtype)[:, None, :]  # [N, 1, T]
-  step_ids = tf.cast(step_mask, tf.int32)  # [N, 1, T]
-  p_gen = _split(p_gen, articles, k)  # [N, K]
-  attn = _split(attn, articles, k)  # [N, K, L]
-
-  def extend(parents, tokens):
-    """History of the hypotheses `parents` [N, M] extended by this step's `tokens` [N, M]."""
-    out = {
-        "tokens": (_gather_beams(search["live_tokens"], parents) * (1 - step_ids)
-                   + tokens[:, :, None] * step_ids),  # [N, M, T]
-        "p_gens": (_gather_beams(search["live_p_gens"], parents) * (1.0 - step_mask)
-                   + _gather_beams(p_gen, parents)[:, :, None] * step_mask),  # [N, M, T]
+    chosen = tf.nest.map_structure(pick, beam.done, beam.live)
+    result = {
+        "tokens": chosen.tokens,
+        "length": pick(beam.done_length,
+                       tf.broadcast_to(state.step[:, None], tf.shape(beam.done_length))),
+        "score": tf.gather(score, best, batch_dims=1),
+        "log_prob": chosen.log_prob,
+        "p_gens": chosen.p_gens,
     }
-    if settings.keep_attention:
-      out["attn"] = (_gather_beams(search["live_attn"], parents) * (1.0 - step_mask)[..., None]
-                     + _gather_beams(attn, parents)[:, :, None, :]
-                     * step_mask[..., None])  # [N, M, T, L]
-    return out
-
-  # Live hypotheses: the first K visited non-[STOP] candidates, in visiting order.
-  live_rank = tf.where(new_live, live_count - 1, candidates)  # [N, C]
-  live_pick = tf.math.top_k(-live_rank, k).indices  # [N, K] positions in visiting order
-  parent = _gather_beams(order_parent, live_pick)  # [N, K]
-  live = extend(parent, _gather_beams(order_ids, live_pick))
-  out = dict(search)
-  flat_parent = _merge(parent + tf.range(articles)[:, None] * k)  # [N*K] rows of N*K
-  out["state"] = tuple(tf.gather(s, flat_parent) for s in new_state)
-  out["live_sum"] = _gather_beams(order_sum, live_pick)
-  for name, value in live.items():
-    out["live_" + name] = value
-
-  # Results: accepted [STOP] candidates fill the next free result slots in visiting order.
-  slot_of = tf.where(new_done, done_count - 1, -1)  # [N, C]
-  slot_match = tf.equal(slot_of[:, None, :], tf.range(k)[None, :, None])  # [N, K, C]
-  filled = tf.reduce_any(slot_match, axis=2)  # [N, K]
-  source = tf.argmax(tf.cast(slot_match, tf.int32), axis=2, output_type=tf.int32)  # [N, K]
-  done = extend(_gather_beams(order_parent, source),
-                tf.fill([articles, k], vocab_lib.STOP_ID))
-  done["sum"] = _gather_beams(order_sum, source)
-  done["score"] = _gather_beams(order_score, source)
-  done["len"] = tf.broadcast_to((step + 1)[:, None], [articles, k])
-  for name, value in done.items():
-    old = search["done_" + name]
-    out["done_" + name] = tf.where(_expand_to(filled, old), value, old)
-  out["num_done"] = search["num_done"] + tf.reduce_sum(tf.cast(new_done, tf.int32), axis=1)
-  out["step"] = step + 1
-
-  # Ended searches keep everything: their step, results and live hypotheses.
-  running = ~finished(search, settings)  # [N]
-  rows = tf.repeat(running, k)  # [N*K]
-  kept = {name: tf.where(_expand_to(running, search[name]), value, search[name])
-          for name, value in out.items() if name != "state"}
-  kept["state"] = tuple(tf.where(_expand_to(rows, old), new, old)
-                        for new, old in zip(out["state"], search["state"]))
-  return kept
-
-
-def _expand_to(condition, tensor):
-  """condition [A] or [A, B] reshaped to broadcast against `tensor` [A, (B,) ...]."""
-  shape = tf.concat([tf.shape(condition), tf.ones(tf.rank(tensor) - tf.rank(condition),
-                                                  tf.int32)], 0)
-  return tf.reshape(condition, shape)
-
-
-def winners(search, settings):
-  """Best result per article by average log-probability; the live beam if none finished."""
-  has_done = search["num_done"] > 0  # [N]
-  steps = search["step"]  # [N]
-  live_score = _score(search["live_sum"], steps[:, None] + 1,
-                      settings.length_penalty_alpha)  # [N, K]
-  score = tf.where(has_done[:, None], search["done_score"], live_score)  # [N, K]
-  # Live hypotheses are already in visiting (best-first) order; results are not.
-  best = tf.argmax(score, axis=1, output_type=tf.int32)  # [N]; ties: the first
-
-  def pick(done, live):
-    chosen_done = tf.gather(done, best, batch_dims=1)
-    chosen_live = tf.gather(live, best, batch_dims=1)
-    return tf.where(_expand_to(has_done, chosen_done), chosen_done, chosen_live)
-
-  result = {
-      "tokens": pick(search["done_tokens"], search["live_tokens"]),
-      "length": pick(search["done_len"],
-                     tf.broadcast_to(steps[:, None], tf.shape(search["done_len"]))),
-      "score": tf.gather(score, best, batch_dims=1),
-      "log_prob": pick(search["done_sum"], search["live_sum"]),
-      "p_gens": pick(search["done_p_gens"], search["live_p_gens"]),
-  }
-  if settings.keep_attention:
-    result["attn"] = pick(search["done_attn"], search["live_attn"])
-  return result
+    if self.settings.keep_attention:
+      result["attn"] = chosen.attn
+    return result

@@ -7,13 +7,11 @@ from absl import flags
 
 from pointer_gen.errors import DataError
 from pointer_gen.precision import PRECISIONS
+from pointer_gen.search import FIRST_STEP_CONTEXTS
 from pointer_gen.text import TOKENIZERS
 
 MODES = ("train", "eval", "decode", "export")
 CLIP_NORMS = ("original", "true")
-# Beam search's step 0: the original's decode (an attention over the encoder's final state), or
-# training's zero context.
-FIRST_STEP_CONTEXTS = ("original", "zeros")
 
 
 def define_flags():

@@ -1,12 +1,13 @@
-"""Continuous batching for single-pass decode: beam search over a fixed number of slots, each
-searching its own article, where a slot whose search has ended takes the next article at once
-instead of the whole batch waiting for its slowest article.
+"""Continuous batching for single-pass decode: a fixed number of slots, each searching its own
+article, where a slot whose search has ended takes the next article at once instead of the whole
+batch waiting for its slowest article.
 
-Every slot keeps its own step counter and results (beam_search's per-article search state), and
-each step is beam_search.advance, the same code as the one-batch search: an article's summary
-is the one it gets decoded alone. Memory (encoder states, features, mask, extended ids) lives in
-variables of max_enc_steps positions, updated in place for the slots that take a new article;
-the search state is a tensor per quantity, passed through three compiled functions: `_encode`
+It runs any search strategy (search.py; the beam search by default). Every slot keeps its own
+step counter and hypotheses (the strategy's per-article search state), and each step is the
+strategy's `advance`, the same code as the one-batch search: an article's summary is the one it
+gets decoded alone. Memory (encoder states, features, mask, extended ids) lives in variables of
+max_enc_steps positions, updated in place for the slots that take a new article; the search
+state (a search.State of tensors) passes through three compiled functions: `_encode`
 (the next num_slots articles in one encoder pass), `_admit` (start encoded articles' searches in
 the slots that are free) and `_run` (advance every slot until one more search has ended).
 Once no article is left, the searches still running are gathered into fewer rows (a power of
@@ -21,24 +22,28 @@ import tensorflow as tf
 
 from pointer_gen import beam_search
 from pointer_gen import precision
+from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
 
 
 class SlotDecoder:
-  """Decodes a stream of articles with `num_slots` searches side by side."""
+  """Decodes a stream of articles with `num_slots` searches side by side, each a search of
+  `strategy` (a search.Strategy class) with search.Settings `settings`."""
 
-  def __init__(self, model, settings, num_slots, max_enc_steps):
+  def __init__(self, model, settings, num_slots, max_enc_steps,
+               strategy=beam_search.BeamSearch):
     if settings.keep_attention:
       raise ValueError("continuous batching does not keep attention distributions")
     self.model, self.settings = model, settings
+    self.strategy = strategy(settings)
     self.num_slots, self.width = num_slots, max_enc_steps
-    k = settings.beam_size
+    k = self.strategy.rows
     rows = num_slots * k
     dtype = model.compute_dtype
     hidden = model.hidden_dim
     units = 2 * hidden  # the attention's W_h features
     # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; with compiled attention the
-    # states and features are [S, max_enc_steps, ...], row s (beam_search.SHARED_MEMORY). An
+    # states and features are [S, max_enc_steps, ...], row s (search.SHARED_MEMORY). An
     # empty slot's mask is all ones so that its (discarded) attention stays finite.
     shared = num_slots if settings.compiled_attention else rows
     self.memory = {
@@ -52,7 +57,7 @@ class SlotDecoder:
         "mask": tf.Variable(tf.ones([rows, max_enc_steps], dtype), trainable=False),
         "ext_ids": tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32), trainable=False),
     }
-    # beam_search.copy_index of the extended ids, made when an article is encoded.
+    # search.copy_index of the extended ids, made when an article is encoded.
     for name in ("copy_segment", "article_ids"):
       self.memory[name] = tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32),
                                       trainable=False)
@@ -61,8 +66,8 @@ class SlotDecoder:
     state = (zeros(hidden), zeros(hidden), zeros(2 * hidden),
              tf.zeros([rows, max_enc_steps], precision.OUTPUT_DTYPE))
     # Empty slots stand at max_dec_steps: ended searches, which `advance` leaves alone.
-    self._empty = beam_search.search_state(state, num_slots, max_enc_steps, settings,
-                                           step=settings.max_dec_steps)
+    self._empty = self.strategy.initial(state, num_slots, max_enc_steps,
+                                        step=settings.max_dec_steps)
     search_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, self._empty)
     ids = tf.TensorSpec([None, None], tf.int32)
     self._encode = tf.function(self._encode_articles, input_signature=[
@@ -83,7 +88,7 @@ class SlotDecoder:
     """Memory and step-0 decoder state of A articles (enc_input, enc_input_ext [A, L],
     L <= max_enc_steps; enc_len [A]), padded to max_enc_steps positions: ([A, max_enc_steps,
     ...] dict, [A, ...] tuple). One encoder pass for many articles, as a padded batch."""
-    memory, state = beam_search.encode(self.model, enc_input, enc_len, self.settings)
+    memory, state = search_lib.encode(self.model, enc_input, enc_len, self.settings)
     memory["ext_ids"] = enc_input_ext
     pad = self.width - tf.shape(enc_input)[1]
 
@@ -92,32 +97,28 @@ class SlotDecoder:
       return tf.pad(value, padding)
 
     c, h, context, coverage = state
-    memory = beam_search.compiled_layout({name: padded(value) for name, value in memory.items()},
-                                         self.settings)
+    memory = search_lib.compiled_layout({name: padded(value) for name, value in memory.items()},
+                                        self.settings)
     # Of the padded ids, as the attention spans max_enc_steps positions (those past an
     # article's end, id 0, get no attention).
-    memory.update(beam_search.copy_index(memory["ext_ids"]))
+    memory.update(search_lib.copy_index(memory["ext_ids"]))
     return memory, (c, h, context, padded(coverage))
 
   def _admit_articles(self, search, slots, picks, encoded):
     """Starts the searches of the encoded articles `picks` [A] (rows of `encoded`, from
     _encode) in `slots` [A]; returns the new search state."""
     memory, state = tf.nest.map_structure(lambda t: tf.gather(t, picks), encoded)
-    memory, state = beam_search.tile_beams(memory, state, self.settings)
-    k = self.settings.beam_size
+    k = self.strategy.rows
+    memory, state = search_lib.tile_rows(memory, state, k, self.settings)
     rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1, 1])  # [A*K, 1]
     for name, variable in self.memory.items():
       variable.scatter_nd_update(slots[:, None] if self._shared(name) else rows,
                                  memory[name])  # [A(*K), max_enc_steps, ...]
-    started = beam_search.search_state(state, tf.size(slots), self.width, self.settings)
-    out = {}
-    for name, value in search.items():
-      if name == "state":
-        out[name] = tuple(tf.tensor_scatter_nd_update(old, rows, new)
-                          for old, new in zip(value, started[name]))  # [S*K, ...]
-      else:
-        out[name] = tf.tensor_scatter_nd_update(value, slots[:, None], started[name])  # [S, ...]
-    return out
+    started = self.strategy.initial(state, tf.size(slots), self.width)
+    return search_lib.map_state(
+        lambda old, new: tf.tensor_scatter_nd_update(old, slots[:, None], new),  # [S, ...]
+        lambda old, new: tf.tensor_scatter_nd_update(old, rows, new),  # [S*K, ...]
+        search, started)
 
   def _run_in_slots(self, search, max_oovs):
     # Read here, not passed in: a tensor of a variable's value held outside would make the next
@@ -128,26 +129,25 @@ class SlotDecoder:
   def _run_until_one_ends(self, search, memory, max_oovs):
     """Advances every search until one more has ended (or all have); returns the search state
     and every search's current winner."""
-    ended_before = tf.reduce_sum(tf.cast(beam_search.finished(search, self.settings), tf.int32))
+    strategy = self.strategy
+    ended_before = tf.reduce_sum(tf.cast(strategy.finished(search), tf.int32))
 
     def running(search):
-      ended = beam_search.finished(search, self.settings)
+      ended = strategy.finished(search)
       return tf.reduce_any(~ended) & tf.equal(tf.reduce_sum(tf.cast(ended, tf.int32)),
                                               ended_before)
 
     (search,) = tf.while_loop(
-        running,
-        lambda search: (beam_search.advance(self.model, memory, search, max_oovs,
-                                            self.settings),),
+        running, lambda search: (strategy.advance(self.model, memory, search, max_oovs),),
         (search,), maximum_iterations=self.settings.max_dec_steps)
-    return search, beam_search.winners(search, self.settings)
+    return search, strategy.winners(search)
 
   def decode(self, examples):
     """Yields (example, result) for each of `examples` in their order.
 
     examples: dicts with enc_input and enc_input_ext (int arrays of the article's length, at
-    most max_enc_steps) and num_oovs. result: as beam_search's outputs for one article
-    (tokens [max_dec_steps], length, score, log_prob, p_gens [max_dec_steps]), numpy.
+    most max_enc_steps) and num_oovs. result: the strategy's winners for one article (tokens
+    [max_dec_steps], length, score, log_prob, p_gens [max_dec_steps]), numpy.
     Articles are encoded num_slots at a time, ahead of the slots that will take them.
     """
     examples = iter(examples)
@@ -201,7 +201,7 @@ class SlotDecoder:
         search, best = self._run(search, np.int32(max_oovs))
       else:
         search, best = self._run_gathered(search, memory, np.int32(max_oovs))
-      ended = beam_search.finished(search, self.settings).numpy()
+      ended = self.strategy.finished(search).numpy()
       best = {name: value.numpy() for name, value in best.items()}
       for index, slot in list(slot_of.items()):
         if ended[slot]:
@@ -213,17 +213,16 @@ class SlotDecoder:
 
   def _shared(self, name):
     """Whether memory `name` has a row per slot (else a row per hypothesis)."""
-    return self.settings.compiled_attention and name in beam_search.SHARED_MEMORY
+    return self.settings.compiled_attention and name in search_lib.SHARED_MEMORY
 
   def _gather(self, search, memory, slots):
     """The search state and memory of `slots` alone, in that order."""
-    k = self.settings.beam_size
+    k = self.strategy.rows
     rows = (np.array(slots, np.int32)[:, None] * k + np.arange(k, dtype=np.int32)).reshape(-1)
     memory = {name: tf.gather(value, slots if self._shared(name) else rows)
               for name, value in memory.items()}  # [n(*K), ...]
-    search = {name: (tuple(tf.gather(s, rows) for s in value) if name == "state"
-                     else tf.gather(value, slots))  # [n*K, ...] / [n, ...]
-              for name, value in search.items()}
+    search = search_lib.map_state(lambda value: tf.gather(value, slots),  # [n, ...]
+                                  lambda value: tf.gather(value, rows), search)  # [n*K, ...]
     return search, memory
 
 

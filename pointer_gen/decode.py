@@ -1,7 +1,6 @@
 """`--mode=decode`: beam search over articles; single-pass evaluation runs with ROUGE and
 repetition figures, or the original's endless logging of random examples with attention JSON."""
 
-import dataclasses
 import itertools
 import json
 import os
@@ -20,6 +19,7 @@ from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
 from pointer_gen import raw_text
+from pointer_gen import search as search_lib
 from pointer_gen import stopping
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
@@ -50,23 +50,16 @@ def decode_dir_name(hps, ckpt_path):
           f"ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
-def search_settings(hps, keep_attention=False, compiled_attention=False):
-  """Beam search's constants from the decode flags."""
-  return beam_search.Settings(hps.beam_size, hps.max_dec_steps, hps.min_dec_steps,
-                              keep_attention, hps.block_ngram_repeat, hps.length_penalty_alpha,
-                              hps.first_step_context, compiled_attention)
-
-
-def make_search(model, hps, keep_attention=False):
-  """The whole beam search for a batch of articles as one compiled function."""
+def make_search(model, settings, strategy=beam_search.BeamSearch):
+  """The whole search of a batch of articles (search.Settings `settings`, a search.Strategy
+  class) as one compiled function."""
   ids = tf.TensorSpec([None, None], tf.int32)
-  settings = search_settings(hps, keep_attention)
+  searcher = strategy(settings)
 
   @tf.function(input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                 tf.TensorSpec([], tf.int32)])
   def search(enc_input, enc_len, enc_input_ext, max_oovs):
-    return beam_search.beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs,
-                                   **dataclasses.asdict(settings))
+    return searcher.search(model, enc_input, enc_len, enc_input_ext, max_oovs)
 
   return search
 
@@ -141,11 +134,11 @@ class SinglePassDecoder:
   """Decodes a data set once, in order, into decode_.../{reference,decoded}; resumable.
 
   `run` returns the metrics, or None if Ctrl-C or SIGTERM stopped it first (between batches;
-  each example's files are written whole).
+  each example's files are written whole). strategy: the search (a search.Strategy class).
   """
 
-  def __init__(self, hps, vocab, model, ckpt_path):
-    self.hps, self.vocab, self.model = hps, vocab, model
+  def __init__(self, hps, vocab, model, ckpt_path, strategy=beam_search.BeamSearch):
+    self.hps, self.vocab, self.model, self.strategy = hps, vocab, model, strategy
     self.dir = os.path.join(hps.run_dir, decode_dir_name(hps, ckpt_path))
     self.ref_dir = os.path.join(self.dir, "reference")
     self.dec_dir = os.path.join(self.dir, "decoded")
@@ -183,9 +176,10 @@ class SinglePassDecoder:
       total = min(total, self.hps.max_decode_examples)
     # --batch_size searches side by side; each slot takes the next article as soon as its
     # search ends (continuous batching), and results come back in data order.
-    decoder = continuous_batching.SlotDecoder(
-        self.model, search_settings(self.hps, compiled_attention=self.hps.compiled_attention),
-        self.hps.batch_size, self.hps.max_enc_steps)
+    settings = search_lib.Settings.from_hparams(self.hps,
+                                                compiled_attention=self.hps.compiled_attention)
+    decoder = continuous_batching.SlotDecoder(self.model, settings, self.hps.batch_size,
+                                              self.hps.max_enc_steps, self.strategy)
     articles = itertools.islice(examples(dataset), max(total - done, 0))
     progress, first_done = Progress(total), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
@@ -325,10 +319,11 @@ def _marked(words, oovs):
 
 class CheckpointFollowingDecoder:
   """The original's non-single-pass decode: random examples forever, newest checkpoint every
-  RELOAD_SECS, a log of each, and the attention-visualisation JSON."""
+  RELOAD_SECS, a log of each, and the attention-visualisation JSON. strategy: the search (a
+  search.Strategy class)."""
 
-  def __init__(self, hps, vocab, model, ckpt_path):
-    self.hps, self.vocab, self.model = hps, vocab, model
+  def __init__(self, hps, vocab, model, ckpt_path, strategy=beam_search.BeamSearch):
+    self.hps, self.vocab, self.model, self.strategy = hps, vocab, model, strategy
     self.ckpt_path = ckpt_path
     self.reads = raw_text.reading(hps)  # (tokenizer, lowercase) of the data's articles
     self.dir = os.path.join(hps.run_dir, "decode")
@@ -345,7 +340,9 @@ class CheckpointFollowingDecoder:
     earlier = self._vis_files()
     index = earlier[-1][0] + 1 if earlier else 0
     source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
-    search = make_search(self.model, self.hps, keep_attention=True)
+    search = make_search(self.model,
+                         search_lib.Settings.from_hparams(self.hps, keep_attention=True),
+                         self.strategy)
     last_load = time.time()
     count = 0
     for batch in dataset:
@@ -404,10 +401,11 @@ class CheckpointFollowingDecoder:
       os.remove(os.path.join(self.vis_dir, name))
 
 
-def run(hps, vocab):
+def run(hps, vocab, strategy=beam_search.BeamSearch):
+  """Decodes with the search `strategy` (a search.Strategy class), the beam search by default."""
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   checkpoints.restore_weights(model, ckpt_path)
   decoder_class = SinglePassDecoder if hps.single_pass else CheckpointFollowingDecoder
   with stopping.until_stopped():
-    return decoder_class(hps, vocab, model, ckpt_path).run()
+    return decoder_class(hps, vocab, model, ckpt_path, strategy).run()

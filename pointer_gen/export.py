@@ -52,6 +52,7 @@ from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import model as model_lib
 from pointer_gen import raw_text
+from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -151,9 +152,8 @@ class Summarizer(tf.Module):
     oovs = features["article_oovs"].to_tensor("")  # [B, N]
     max_oovs = tf.shape(oovs)[1]
     result = beam_search.beam_search(
-        self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext, max_oovs, hps.beam_size,
-        hps.max_dec_steps, hps.min_dec_steps, keep_attention, hps.block_ngram_repeat,
-        hps.length_penalty_alpha, hps.first_step_context)
+        self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext, max_oovs,
+        search_lib.Settings.from_hparams(hps, keep_attention=keep_attention))
 
     ids = result["tokens"]  # [B, T] extended ids, [STOP] included if generated, [PAD] after
     generated = tf.range(hps.max_dec_steps)[None, :] < result["length"][:, None]  # [B, T]

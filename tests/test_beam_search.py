@@ -8,6 +8,7 @@ import tensorflow as tf
 from pointer_gen import beam_search
 from pointer_gen import layers
 from pointer_gen import model as model_lib
+from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
 
 VOCAB = 23
@@ -114,9 +115,10 @@ def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps
   enc_input, enc_len, ext, num_oovs = _articles(5, 9, seed)
   beam, max_steps = 3, 7
   monkeypatch.setattr(_Hyp, "alpha", alpha)
-  search = tf.function(lambda *a: beam_search.beam_search(
-      model, *a, beam_size=beam, max_dec_steps=max_steps, min_dec_steps=min_steps,
-      block_ngram_repeat=block, length_penalty_alpha=alpha, compiled_attention=compiled))
+  settings = search_lib.Settings(beam_size=beam, max_dec_steps=max_steps,
+                                 min_dec_steps=min_steps, block_ngram_repeat=block,
+                                 length_penalty_alpha=alpha, compiled_attention=compiled)
+  search = tf.function(lambda *a: beam_search.beam_search(model, *a, settings))
   got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
   finished = 0
   for n in range(len(enc_len)):
@@ -163,7 +165,7 @@ def test_copy_index_names_each_position_s_distinct_id():
   """article_ids: each row's distinct ids in increasing order, -1 after; copy_segment: where
   each position's id is among them."""
   ext = np.array([[7, 3, 7, 0, 3, 9], [5, 5, 5, 5, 5, 5]], np.int32)
-  index = beam_search.copy_index(tf.constant(ext))
+  index = search_lib.copy_index(tf.constant(ext))
   np.testing.assert_array_equal(index["article_ids"].numpy(),
                                 [[0, 3, 7, 9, -1, -1], [5, -1, -1, -1, -1, -1]])
   np.testing.assert_array_equal(index["copy_segment"].numpy(),
@@ -195,7 +197,7 @@ def test_top_of_final_distribution_equals_top_k_of_the_distribution(pointer, see
   want_top, want_ids = tf.math.top_k(dist, k)
   top, ids = beam_search.top_of_final_distribution(
       args[0], args[1], None if p_gen is None else tf.constant(p_gen, tf.float32),
-      beam_search.copy_index(tf.constant(ext, tf.int32)), k)
+      search_lib.copy_index(tf.constant(ext, tf.int32)), k)
   np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
   np.testing.assert_allclose(top.numpy(), want_top.numpy(), rtol=1e-6)
   if pointer:

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from pointer_gen import beam_search
 from pointer_gen import continuous_batching
+from pointer_gen import search as search_lib
 
 from test_beam_search import _articles
 from test_beam_search import _random_model
@@ -20,10 +21,9 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
                                                           compiled, slots):
   model = _random_model(pointer_gen=True, coverage=True, seed=seed)
   enc_input, enc_len, ext, _ = _articles(10, MAX_ENC_STEPS, seed)
-  settings = beam_search.Settings(beam_size=3, max_dec_steps=8, min_dec_steps=1,
-                                  block_ngram_repeat=block,
-                                  first_step_context=first_step_context,
-                                  compiled_attention=compiled)
+  settings = search_lib.Settings(beam_size=3, max_dec_steps=8, min_dec_steps=1,
+                                 block_ngram_repeat=block, first_step_context=first_step_context,
+                                 compiled_attention=compiled)
   decoder = continuous_batching.SlotDecoder(model, settings, num_slots=slots,
                                             max_enc_steps=MAX_ENC_STEPS)
   admitted = []
@@ -32,7 +32,7 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
                                                  admit(search, slots, *args))[1]
   gathered = []  # sizes of the runs on the last searches alone
   run_gathered = decoder._run_gathered
-  decoder._run_gathered = lambda search, *args: (gathered.append(len(search["step"])),
+  decoder._run_gathered = lambda search, *args: (gathered.append(len(search.step)),
                                                  run_gathered(search, *args))[1]
   examples = [{"enc_input": enc_input[n, :enc_len[n]], "enc_input_ext": ext[n, :enc_len[n]],
                "num_oovs": max(0, int(ext[n].max()) - model.vocab_size + 1), "index": n}
@@ -41,7 +41,7 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
   assert [example["index"] for example, _ in decoded] == list(range(len(examples)))
 
   ids = tf.TensorSpec([1, None], tf.int32)
-  alone = tf.function(lambda *a: beam_search.beam_search(model, *a, **vars(settings)),
+  alone = tf.function(lambda *a: beam_search.beam_search(model, *a, settings),
                       input_signature=[ids, tf.TensorSpec([1], tf.int32), ids,
                                        tf.TensorSpec([], tf.int32)])
   steps = []
@@ -68,9 +68,9 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
 
 def test_empty_stream_and_attention_are_handled():
   model = _random_model(pointer_gen=True, coverage=False, seed=0)
-  settings = beam_search.Settings(beam_size=2, max_dec_steps=3, min_dec_steps=0)
+  settings = search_lib.Settings(beam_size=2, max_dec_steps=3, min_dec_steps=0)
   decoder = continuous_batching.SlotDecoder(model, settings, num_slots=2, max_enc_steps=4)
   assert list(decoder.decode([])) == []
   with pytest.raises(ValueError, match="does not keep attention"):
-    continuous_batching.SlotDecoder(model, beam_search.Settings(2, 3, 0, keep_attention=True),
+    continuous_batching.SlotDecoder(model, search_lib.Settings(2, 3, 0, keep_attention=True),
                                     num_slots=2, max_enc_steps=4)

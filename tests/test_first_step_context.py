@@ -11,6 +11,7 @@ from pointer_gen import beam_search
 from pointer_gen import config
 from pointer_gen import export
 from pointer_gen import model as model_lib
+from pointer_gen import search as search_lib
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -73,8 +74,8 @@ def _decode(model, articles, first_step_context):
   """The fraction of `articles` decoded exactly, and each summary's log-probability."""
   result = beam_search.beam_search(
       model, articles["enc_input"], articles["enc_len"], articles["enc_input_ext"],
-      len(OOV_POSITIONS), beam_size=4, max_dec_steps=6, min_dec_steps=0,
-      first_step_context=first_step_context)
+      len(OOV_POSITIONS), search_lib.Settings(beam_size=4, max_dec_steps=6, min_dec_steps=0,
+                                              first_step_context=first_step_context))
   tokens, length = result["tokens"].numpy(), result["length"].numpy()
   return (np.mean([list(tokens[n, :length[n]]) == list(articles["target"][n])
                    for n in range(len(length))]), result["log_prob"].numpy())
@@ -112,8 +113,8 @@ def test_zeros_changes_only_the_first_step_inputs():
   enc_input, enc_len, ext = enc_input[:1], enc_len[:1], ext[:1]  # one article
 
   def compiled(**kwargs):
-    result = beam_search.beam_search(model, enc_input, enc_len, ext, num_oovs, beam, max_steps,
-                                     min_steps, **kwargs)
+    result = beam_search.beam_search(model, enc_input, enc_len, ext, num_oovs,
+                                     search_lib.Settings(beam, max_steps, min_steps, **kwargs))
     return (list(result["tokens"].numpy()[0, :result["length"].numpy()[0]]),
             float(result["log_prob"].numpy()[0]))
 
@@ -147,11 +148,8 @@ def test_bad_first_step_context_is_a_clear_error():
   with pytest.raises(DataError, match="--first_step_context=initial: expected one of "
                                       "original, zeros"):
     config.HParams(first_step_context="initial").validated()
-  model = _random_model(True, False, 0)
-  enc_input, enc_len, ext, num_oovs = _articles(1, 5, 0)
   with pytest.raises(ValueError, match="first_step_context='initial'"):
-    beam_search.beam_search(model, enc_input, enc_len, ext, num_oovs, 2, 3, 0,
-                            first_step_context="initial")
+    search_lib.Settings(2, 3, 0, first_step_context="initial")
 
 
 class _SearchCalled(Exception):
@@ -173,8 +171,8 @@ def test_export_records_and_uses_the_first_step_context(monkeypatch, tmp_path):
   # search is what the export tests do, with the default).
   seen = {}
 
-  def search(*args, **kwargs):
-    seen["first_step_context"] = args[-1] if len(args) == 12 else kwargs["first_step_context"]
+  def search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings):
+    seen["first_step_context"] = settings.first_step_context
     raise _SearchCalled
 
   monkeypatch.setattr(export.beam_search, "beam_search", search)

@@ -54,6 +54,7 @@ from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import precision
 from pointer_gen import records
+from pointer_gen import search as search_lib
 from pointer_gen import text
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
@@ -299,8 +300,8 @@ def time_decode(hps, vocab, model, batch_size, articles):
   @tf.function(input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                 tf.TensorSpec([], tf.int32)])
   def search(enc_input, enc_len, ext, max_oovs):
-    return beam_search.beam_search(model, enc_input, enc_len, ext, max_oovs, hps.beam_size,
-                                   hps.max_dec_steps, hps.min_dec_steps)["length"]
+    return beam_search.beam_search(model, enc_input, enc_len, ext, max_oovs,
+                                   search_lib.Settings.from_hparams(hps))["length"]
 
   batches = iter(dataset)
   warm = next(batches)
@@ -343,7 +344,7 @@ def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attentio
                                    single_pass=True, batch_size=slots)
   # Read first, so that the time holds no input work.
   examples = list(itertools.islice(decode.examples(dataset), slots + articles))
-  settings = decode.search_settings(hps, compiled_attention=compiled_attention)
+  settings = search_lib.Settings.from_hparams(hps, compiled_attention=compiled_attention)
   decoder = continuous_batching.SlotDecoder(model, settings, slots, hps.max_enc_steps)
   list(decoder.decode(examples[:slots]))
   list(decoder.decode(examples[slots:]))

@@ -1,0 +1,239 @@
+"""The search's contract: the settings, the state and the steps a decoding strategy implements,
+and the memory every strategy decodes from.
+
+A strategy searches N articles side by side with `rows` decoder rows per article (beam search:
+its beam_size hypotheses; greedy decoding: 1), all N*rows rows in one decoder call a step. It
+subclasses `Strategy` with its `settings` and implements:
+
+  rows                      the decoder rows per article, K below
+  initial(decoder_state, articles, length, step=0) -> State
+                            N articles' searches at `step` with nothing decoded yet, from the
+                            decoder state of step 0 ([N*K, ...] tuple); `length` is the width L
+                            of their memory
+  advance(model, memory, state, max_oovs) -> State
+                            one decoder step of every article whose search has not ended; an
+                            ended one stays exactly as it is (hold_ended)
+  finished(state) -> [N] bool
+                            the articles whose search has ended: every article at or past
+                            max_dec_steps (continuous batching's empty slots stand there)
+  winners(state) -> dict    each article's summary so far: tokens [N, T] (extended ids, [STOP]
+                            included if generated, [PAD] after; T = max_dec_steps), length [N]
+                            (tokens generated), score [N], log_prob [N] (the tokens'
+                            log-probability sum), p_gens [N, T] and, with keep_attention,
+                            attn [N, T, L]
+
+and inherits `start` (encode N articles, set up their searches) and `search` (start, advance
+until every search has ended, winners: one tf.while_loop). `decoder_step` runs the model one step
+for every row and `hold_ended` keeps ended searches as they were; both are there to share.
+
+The state is a `State` of tensors (a NamedTuple, so tf.nest, tf.while_loop and tf.function
+signatures take it as it is): each article's step counter [N], the decoder state per row
+[N*K, ...], and the strategy's own `hypotheses`, a nest (NamedTuples) of [N, ...] tensors.
+Continuous batching moves searches between slots by these two kinds alone (map_state): a field
+of `hypotheses` must have the article as its first dimension.
+
+The memory is a dict: "states" and "features" (the encoder's states and W_h features,
+[N*K, L, 2H]; with settings.compiled_attention [N, L, 2H] and [N, 2H, L], once per article, see
+compiled_layout), "mask" [N*K, L], "ext_ids" (the extended ids) and their copy_index
+("copy_segment", "article_ids") [N*K, L]; each article's K rows side by side.
+"""
+
+import abc
+import dataclasses
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from pointer_gen import kernels
+from pointer_gen import vocab as vocab_lib
+
+# Step 0's decoder input: the original's decode (an attention over the encoder's final state),
+# or training's zero context (initial_decoder_state).
+FIRST_STEP_CONTEXTS = ("original", "zeros")
+
+# The memory an article's rows share when Settings.compiled_attention; the mask and the extended
+# ids are per row always.
+SHARED_MEMORY = ("states", "features")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """The search's constants, one value from the decode flags (from_hparams) to every search.
+
+  block_ngram_repeat=n > 0 forbids a hypothesis to repeat one of its n-grams,
+  length_penalty_alpha ranks by GNMT's length penalty, and first_step_context="zeros" starts
+  step 0 from training's zero context (see initial_decoder_state); all are extras, off by
+  default, so that summaries are the original's.
+  """
+  beam_size: int
+  max_dec_steps: int
+  min_dec_steps: int
+  keep_attention: bool = False
+  block_ngram_repeat: int = 0
+  length_penalty_alpha: float | None = None
+  first_step_context: str = "original"
+  # The attention scores from one XLA kernel (kernels.compiled_attention_scores), with the
+  # encoder states and features stored once per article, not once per row: continuous
+  # batching's shapes are fixed, so it compiles once; exports stay plain TensorFlow.
+  compiled_attention: bool = False
+
+  def __post_init__(self):
+    if self.first_step_context not in FIRST_STEP_CONTEXTS:
+      raise ValueError(f"first_step_context={self.first_step_context!r}: expected one of "
+                       f"{', '.join(FIRST_STEP_CONTEXTS)}")
+
+  @classmethod
+  def from_hparams(cls, hps, keep_attention=False, compiled_attention=False):
+    """The decode flags of `hps`; keep_attention and compiled_attention are the caller's: only
+    the attention views keep attention, only single-pass decode compiles it."""
+    return cls(hps.beam_size, hps.max_dec_steps, hps.min_dec_steps, keep_attention,
+               hps.block_ngram_repeat, hps.length_penalty_alpha, hps.first_step_context,
+               compiled_attention)
+
+
+class State(NamedTuple):
+  """N articles' searches; K = the strategy's rows."""
+  step: tf.Tensor  # [N] int32: each article's own step counter
+  decoder_state: tuple  # the decoder's state, [N*K, ...] each
+  hypotheses: Any  # the strategy's own nest of [N, ...] tensors
+
+
+def map_state(per_article, per_row, *states):
+  """One State from `states` field by field: per_article on their [N, ...] tensors (the step
+  and the hypotheses), per_row on their [N*K, ...] tensors (the decoder state)."""
+  return State(
+      step=per_article(*(s.step for s in states)),
+      decoder_state=tf.nest.map_structure(per_row, *(s.decoder_state for s in states)),
+      hypotheses=tf.nest.map_structure(per_article, *(s.hypotheses for s in states)))
+
+
+def expand_to(condition, tensor):
+  """condition [A] or [A, B] reshaped to broadcast against `tensor` [A, (B,) ...]."""
+  shape = tf.concat([tf.shape(condition), tf.ones(tf.rank(tensor) - tf.rank(condition),
+                                                  tf.int32)], 0)
+  return tf.reshape(condition, shape)
+
+
+def hold_ended(old, new, running, rows):
+  """`new` for the articles `running` [N] bool, `old` for the others (their search has ended:
+  its step, hypotheses and decoder state stay as they were)."""
+  by_row = tf.repeat(running, rows)  # [N*K]
+  return map_state(lambda n, o: tf.where(expand_to(running, o), n, o),
+                   lambda n, o: tf.where(expand_to(by_row, o), n, o), new, old)
+
+
+class Strategy(abc.ABC):
+  """A decoding strategy over the contract above; subclasses set `rows` and implement the
+  abstract steps."""
+
+  rows: int
+
+  def __init__(self, settings):
+    self.settings = settings
+
+  @abc.abstractmethod
+  def initial(self, decoder_state, articles, length, step=0):
+    """N articles' State at `step` with nothing decoded yet."""
+
+  @abc.abstractmethod
+  def advance(self, model, memory, state, max_oovs):
+    """The State one decoder step on for every article not finished."""
+
+  @abc.abstractmethod
+  def finished(self, state):
+    """[N] bool: the articles whose search has ended."""
+
+  @abc.abstractmethod
+  def winners(self, state):
+    """Each article's summary so far, a dict (see the module's docstring)."""
+
+  def start(self, model, enc_input, enc_len, enc_input_ext):
+    """Encodes N articles (enc_input, enc_input_ext [N, L] int32, enc_len [N]) and sets up their
+    searches at step 0: (memory, State)."""
+    memory, decoder_state = encode(model, enc_input, enc_len, self.settings)
+    memory = compiled_layout(memory, self.settings)
+    memory["ext_ids"] = enc_input_ext
+    memory.update(copy_index(enc_input_ext))
+    memory, decoder_state = tile_rows(memory, decoder_state, self.rows, self.settings)
+    return memory, self.initial(decoder_state, tf.shape(enc_input)[0], tf.shape(enc_input)[1])
+
+  def search(self, model, enc_input, enc_len, enc_input_ext, max_oovs):
+    """Decodes N articles (as `start`; max_oovs: scalar, the widest OOV list) and returns their
+    winners."""
+    memory, state = self.start(model, enc_input, enc_len, enc_input_ext)
+    (final,) = tf.while_loop(
+        lambda state: tf.reduce_any(~self.finished(state)),
+        lambda state: (self.advance(model, memory, state, max_oovs),), (state,),
+        maximum_iterations=self.settings.max_dec_steps)
+    return self.winners(final)
+
+  def decoder_step(self, model, memory, decoder_state, previous):
+    """One decoder step of every row from its previous token `previous` [N*K] ([START] at step
+    0): vocab_logits [N*K, V], attn [N*K, L], p_gen [N*K] (None without copying) and the new
+    decoder state."""
+    # Temporary article-OOV ids are fed back as [UNK]: the embedding only knows the vocab.
+    previous = tf.where(previous >= model.vocab_size, vocab_lib.UNK_ID, previous)  # [N*K]
+    compiled = self.settings.compiled_attention
+    (output, context, attn, p_gen), new_state = model.cell(
+        model.embedding(previous), decoder_state, memory["features"], memory["states"],
+        memory["mask"], compiled_scores=compiled, beams=self.rows if compiled else 1)
+    return model.cell.vocab_logits(output, context), attn, p_gen, new_state
+
+
+def initial_decoder_state(model, state, features, states, mask, first_step_context):
+  """The decoder state step 0 starts from.
+
+  "original": as the original's decode (initial_state_attention=True), the context and, with
+  coverage, one extra attention added to the coverage, both computed from the encoder's final
+  state; training's step 0 never sees these. "zeros": training's step 0 exactly, a zero context
+  and a zero coverage (the state `model.encode` returns).
+  """
+  if first_step_context == "original":
+    return model.cell.initial_attention(state, features, states, mask)
+  return state
+
+
+def encode(model, enc_input, enc_len, settings):
+  """N articles' memory, without the extended ids (encoder states and W_h features
+  [N, L, 2H], mask [N, L]), and the decoder state ([N, ...] tuple) step 0 starts from."""
+  states, features, mask, state = model.encode(enc_input, enc_len)
+  state = initial_decoder_state(model, state, features, states, mask,
+                                settings.first_step_context)
+  return {"states": states, "features": features, "mask": mask}, state
+
+
+def compiled_layout(memory, settings):
+  """The memory as the search reads it: with settings.compiled_attention the features
+  transposed to [N, 2H, L] for kernels.compiled_attention_scores."""
+  if not settings.compiled_attention:
+    return memory
+  return {**memory, "features": kernels.transpose_features(memory["features"])}
+
+
+def tile_rows(memory, state, rows, settings):
+  """Memory and decoder state of N articles repeated for their `rows` rows: [N, ...] ->
+  [N*rows, ...], every article's rows side by side; with settings.compiled_attention the
+  SHARED_MEMORY stays [N, ...]."""
+  tile = lambda t: tf.repeat(t, rows, axis=0)
+  return ({name: t if settings.compiled_attention and name in SHARED_MEMORY else tile(t)
+           for name, t in memory.items()}, tuple(tile(s) for s in state))
+
+
+def copy_index(ext_ids):
+  """What the copy distribution of an article needs of its extended ids [M, L], made once per
+  article instead of at every step: the distinct ids in increasing order ("article_ids" [M, L],
+  -1 past the last) and, for every position, the index of its id among them ("copy_segment"
+  [M, L])."""
+  rows, length = tf.shape(ext_ids)[0], tf.shape(ext_ids)[1]
+  order = tf.argsort(ext_ids, axis=1, stable=True)  # [M, L]
+  sorted_ids = tf.gather(ext_ids, order, batch_dims=1)  # [M, L]
+  starts = tf.concat([tf.ones([rows, 1], tf.bool),
+                      sorted_ids[:, 1:] != sorted_ids[:, :-1]], axis=1)  # [M, L]
+  run = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # [M, L]: in sorted order
+  distinct = tf.reshape(tf.math.unsorted_segment_max(
+      tf.reshape(sorted_ids, [-1]), tf.reshape(run + tf.range(rows)[:, None] * length, [-1]),
+      rows * length), [rows, length])  # [M, L]
+  is_run = tf.range(length)[None, :] <= run[:, -1:]  # [M, L]
+  # The inverse permutation of `order` takes each run index back to its position.
+  segment = tf.gather(run, tf.argsort(order, axis=1), batch_dims=1)  # [M, L]
+  return {"copy_segment": segment, "article_ids": tf.where(is_run, distinct, -1)}
