@@ -14,13 +14,15 @@ Files and examples:
 Batches:
   data                 the input pipeline: records -> id tensors -> padded, bucketed batches
 The model:
+  model_config         the model's sizes and switches: one value the model and its cell hold
   layers               the Keras layers: encoder, reduce-state, attention, decoder cell
   kernels              hand-written gradients and XLA kernels, each a named plain formula
   model                the pointer-generator: embedding, encoder, decoder loop
 The loss:
   losses               masked NLL (pointer or baseline form) and the coverage loss
 Training:
-  train                `--mode=train`: the loop, checkpoints, TensorBoard, non-finite guard
+  training_state       the model, its Adagrad and the step as one checkpoint; the train dir's upkeep
+  train                `--mode=train`: the loop, its saves, TensorBoard, non-finite guard
   evaluate             `--mode=eval`: scores checkpoints on validation data, keeps the best
 Decoding and serving:
   search               the search's contract: settings, state, what a strategy implements
@@ -32,6 +34,7 @@ Decoding and serving:
 The plumbing:
   run                  the entry point: settles the flags into HParams, runs the mode
   config               the flags (the original's names, defaults) and the HParams from them
+  environment          the process's TensorFlow settings: CPU allocator, optimiser, --debug
   usage                `--help`: the project's flags grouped by the mode that reads them
   run_record           `<run>/run_config.json`: the model's settings, which every mode follows
   run_lock             one trainer per run directory: the flock on `<run>/trainer.lock`
@@ -50,12 +53,8 @@ The plumbing:
 Tools (`tools/`) and the documentation (`README.md`, `docs/`) sit beside the package.
 """
 
-import os
+from pointer_gen import environment
 
-# TensorFlow's default CPU allocator maps fresh pages for every large temporary; its BFC
-# allocator reuses them, which makes a training step much faster (docs/performance.md).
-# TensorFlow reads this when it first allocates, so setting it here works even after
-# `import tensorflow`; an explicit setting in the environment wins.
-os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
+environment.choose_allocator()
 
 __version__ = "0.1.0"

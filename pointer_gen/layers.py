@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from pointer_gen import kernels
+from pointer_gen import model_config
 from pointer_gen.precision import OUTPUT_DTYPE
 
 
@@ -225,7 +226,7 @@ class BahdanauCoverageAttention(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable("pointer_gen")
-class PointerGeneratorCell(keras.layers.Layer):
+class PointerGeneratorCell(model_config.Configured, keras.layers.Layer):
   """One decoder step: input feeding, LSTM, attention (with coverage), p_gen; plus the output
   projection to the vocabulary, applied to many steps at once after the decoder loop.
 
@@ -233,32 +234,30 @@ class PointerGeneratorCell(keras.layers.Layer):
   layer itself does not autocast its inputs, so that the coverage in the state stays float32
   (it sums up to max_dec_steps attention distributions; bfloat16 would round each sum to 3
   significant digits). p_gen, the attention and the vocabulary logits come out in float32.
+
+  `config` (model_config.ModelConfig) is the model's, which builds the cell.
   """
 
-  def __init__(self, vocab_size, emb_dim, hidden_dim, pointer_gen=True, coverage=False,
-               rand_unif_init_mag=0.02, trunc_norm_init_std=1e-4, **kwargs):
+  def __init__(self, config, **kwargs):
     kwargs["autocast"] = False
     super().__init__(**kwargs)
-    self.vocab_size = vocab_size
-    self.emb_dim = emb_dim
-    self.hidden_dim = hidden_dim
-    self.pointer_gen = pointer_gen
-    self.coverage = coverage
-    self.rand_unif_init_mag = rand_unif_init_mag
-    self.trunc_norm_init_std = trunc_norm_init_std
+    self.config = config
     policy = self.dtype_policy
-    self.attention = BahdanauCoverageAttention(2 * hidden_dim, coverage, name="attention",
+    self.attention = BahdanauCoverageAttention(2 * config.hidden_dim, config.coverage,
+                                               name="attention", dtype=policy)
+    self.input_projection = keras.layers.Dense(config.emb_dim, name="input_projection",
                                                dtype=policy)
-    self.input_projection = keras.layers.Dense(emb_dim, name="input_projection", dtype=policy)
     self.lstm_cell = keras.layers.LSTMCell(
-        hidden_dim, kernel_initializer=_uniform(rand_unif_init_mag),
-        recurrent_initializer=_uniform(rand_unif_init_mag), unit_forget_bias=True,
+        config.hidden_dim, kernel_initializer=_uniform(config.rand_unif_init_mag),
+        recurrent_initializer=_uniform(config.rand_unif_init_mag), unit_forget_bias=True,
         name="lstm_cell", dtype=policy)
-    self.p_gen_layer = keras.layers.Dense(1, name="p_gen", dtype=policy) if pointer_gen else None
-    self.output_hidden = keras.layers.Dense(hidden_dim, name="output_hidden", dtype=policy)
+    self.p_gen_layer = (keras.layers.Dense(1, name="p_gen", dtype=policy)
+                        if config.pointer_gen else None)
+    self.output_hidden = keras.layers.Dense(config.hidden_dim, name="output_hidden",
+                                            dtype=policy)
     self.vocab_projection = keras.layers.Dense(
-        vocab_size, kernel_initializer=_trunc_normal(trunc_norm_init_std),
-        bias_initializer=_trunc_normal(trunc_norm_init_std), name="vocab_projection",
+        config.vocab_size, kernel_initializer=_trunc_normal(config.trunc_norm_init_std),
+        bias_initializer=_trunc_normal(config.trunc_norm_init_std), name="vocab_projection",
         dtype=policy)
 
   def build(self, input_shape=None):
@@ -323,12 +322,6 @@ class PointerGeneratorCell(keras.layers.Layer):
       logits = tf.matmul(tf.reshape(hidden, [-1, self.hidden_dim]), kernel)  # [N, V]
       logits = tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], [self.vocab_size]], 0))
       return tf.cast(logits, OUTPUT_DTYPE) + tf.cast(projection.bias, OUTPUT_DTYPE)  # [..., V]
-
-  def get_config(self):
-    return {**super().get_config(), "vocab_size": self.vocab_size, "emb_dim": self.emb_dim,
-            "hidden_dim": self.hidden_dim, "pointer_gen": self.pointer_gen,
-            "coverage": self.coverage, "rand_unif_init_mag": self.rand_unif_init_mag,
-            "trunc_norm_init_std": self.trunc_norm_init_std}
 
 
 def final_distribution(vocab_probs, attn, p_gen, enc_input_ext, max_oovs):

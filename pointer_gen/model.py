@@ -5,46 +5,40 @@ import tensorflow as tf
 
 from pointer_gen import kernels
 from pointer_gen import layers
+from pointer_gen import model_config
 from pointer_gen import precision
 
 
 @keras.saving.register_keras_serializable("pointer_gen")
-class PointerGenerator(keras.Model):
+class PointerGenerator(model_config.Configured, keras.Model):
   """Teacher-forced forward pass for training and eval; the pieces beam search needs.
 
   `dtype` is the Keras dtype policy (precision.policy): every sub-layer is built with it, so
   under mixed_bfloat16 the variables are float32 and the computation bfloat16 (see
-  precision.py for what stays float32).
+  precision.py for what stays float32). `config` is a model_config.ModelConfig, which the
+  decoder cell shares.
   """
 
-  def __init__(self, vocab_size, emb_dim=128, hidden_dim=256, pointer_gen=True, coverage=False,
-               rand_unif_init_mag=0.02, trunc_norm_init_std=1e-4, **kwargs):
+  def __init__(self, config, **kwargs):
     super().__init__(**kwargs)
-    self.vocab_size = vocab_size
-    self.emb_dim = emb_dim
-    self.hidden_dim = hidden_dim
-    self.pointer_gen = pointer_gen
-    self.coverage = coverage
-    self.rand_unif_init_mag = rand_unif_init_mag
-    self.trunc_norm_init_std = trunc_norm_init_std
+    self.config = config
     policy = self.dtype_policy
     # The embedding looks rows up in float32 and casts them: its gradient stays float32
     # per-token rows (IndexedSlices), which --clip_norm=original's norm counts.
     self.embedding = keras.layers.Embedding(
-        vocab_size, emb_dim,
-        embeddings_initializer=keras.initializers.TruncatedNormal(stddev=trunc_norm_init_std),
+        config.vocab_size, config.emb_dim,
+        embeddings_initializer=keras.initializers.TruncatedNormal(
+            stddev=config.trunc_norm_init_std),
         name="embedding", dtype=policy)
-    self.encoder = layers.Encoder(hidden_dim, rand_unif_init_mag, name="encoder", dtype=policy)
-    self.reduce_state = layers.ReduceState(hidden_dim, trunc_norm_init_std, name="reduce_state",
-                                           dtype=policy)
-    self.cell = layers.PointerGeneratorCell(
-        vocab_size, emb_dim, hidden_dim, pointer_gen, coverage, rand_unif_init_mag,
-        trunc_norm_init_std, name="decoder", dtype=policy)
+    self.encoder = layers.Encoder(config.hidden_dim, config.rand_unif_init_mag, name="encoder",
+                                  dtype=policy)
+    self.reduce_state = layers.ReduceState(config.hidden_dim, config.trunc_norm_init_std,
+                                           name="reduce_state", dtype=policy)
+    self.cell = layers.PointerGeneratorCell(config, name="decoder", dtype=policy)
 
   @classmethod
   def from_hparams(cls, hps, vocab_size):
-    model = cls(vocab_size, hps.emb_dim, hps.hidden_dim, hps.pointer_gen, hps.coverage,
-                hps.rand_unif_init_mag, hps.trunc_norm_init_std,
+    model = cls(model_config.ModelConfig.from_hparams(hps, vocab_size),
                 dtype=precision.policy(hps.precision))
     model.build_all()
     return model
@@ -132,9 +126,3 @@ class PointerGenerator(keras.Model):
     if self.pointer_gen:
       result["p_gen"] = tf.transpose(p_gen_ta.stack())  # [B, T]
     return result
-
-  def get_config(self):
-    return {**super().get_config(), "vocab_size": self.vocab_size, "emb_dim": self.emb_dim,
-            "hidden_dim": self.hidden_dim, "pointer_gen": self.pointer_gen,
-            "coverage": self.coverage, "rand_unif_init_mag": self.rand_unif_init_mag,
-            "trunc_norm_init_std": self.trunc_norm_init_std}

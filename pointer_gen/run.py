@@ -23,6 +23,7 @@ from pointer_gen import data
 from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import distribute
+from pointer_gen import environment
 from pointer_gen import evaluate
 from pointer_gen import export
 from pointer_gen import raw_text
@@ -220,7 +221,7 @@ def main(argv):
     hps = settle_hparams(FLAGS)
     if "raw_tokenizer" in config.given_flags(FLAGS) and hps.mode != "train":
       run_record.add_raw_text(hps)  # train and the utilities write the whole record
-    train.configure_tensorflow(hps.debug)
+    environment.configure_tensorflow(hps.debug)
     utility = hps.convert_to_coverage_model or hps.restore_best_model
     # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
     strategy = (distribute.make_strategy(hps.strategy, hps.tpu)

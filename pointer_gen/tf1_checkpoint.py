@@ -16,9 +16,8 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_gen import checkpoints
-from pointer_gen import model as model_lib
 from pointer_gen import run_record
-from pointer_gen import train
+from pointer_gen import training_state
 from pointer_gen.errors import DataError
 
 # TF1's LSTMCell adds this constant to the forget gate at run time; Keras has no such constant,
@@ -315,22 +314,17 @@ def convert_to_run(hps, vocab, prefix, drop_optimizer_state=False):
         f"vocab entries but {prefix}'s {embedding} has {ckpt.shape(embedding)[0]} rows: use the "
         f"vocab file the model was trained with and --vocab_size={ckpt.shape(embedding)[0]}")
 
-  model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
-  optimizer = train.make_optimizer(hps)
-  optimizer.build(model.trainable_variables)
-  step = load(prefix, model, None if drop_optimizer_state else optimizer)
-  checkpoint = checkpoints.make_checkpoint(model, optimizer)
+  state = training_state.TrainingState.from_hparams(hps, len(vocab))
+  step = load(prefix, state.model, None if drop_optimizer_state else state.optimizer)
   if drop_optimizer_state:
     step = 0
   else:
-    checkpoint.step.assign(step)
+    state.step.assign(step)
     # The Keras optimizer counts its updates: as many as the original had applied.
-    optimizer.iterations.assign(step)
+    state.optimizer.iterations.assign(step)
   os.makedirs(train_dir, exist_ok=True)
   # Saved as the trainer saves, so the state file lists it and a resumed run rotates it out.
-  manager = tf.train.CheckpointManager(checkpoint, train_dir, max_to_keep=checkpoints.MAX_TO_KEEP,
-                                       checkpoint_name=checkpoints.CHECKPOINT_NAME)
-  path = manager.save(checkpoint_number=step)
+  path = state.manager(train_dir).save(checkpoint_number=step)
   run_record.write(hps)  # the modes that read the run build this model without repeating flags
   logging.info("Wrote %s (step %d) from %s.", path, step, prefix)
   return path, step

@@ -1,8 +1,7 @@
-"""`--mode=train`: the training loop, checkpoints, summaries and the non-finite guard."""
+"""`--mode=train`: the training loop, its saves, summaries and the non-finite guard."""
 
 import contextlib
 import datetime
-import os
 import time
 
 from absl import logging
@@ -13,33 +12,14 @@ from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import distribute
 from pointer_gen import losses
-from pointer_gen import model as model_lib
 from pointer_gen import stopping
 from pointer_gen import tensorboard_log
+from pointer_gen import training_state
 from pointer_gen.errors import OutputError
 
 
 class NonFiniteError(RuntimeError):
   """A loss or gradient that is NaN or infinite; the update was not applied."""
-
-
-def configure_tensorflow(debug=False):
-  """Process-wide settings every mode needs; call before building anything."""
-  # Grappler's memory optimiser crashes on the first full-size gradient step of a model whose
-  # decoder is a tf.while_loop (AlreadyExistsError on a TemporaryVariableOp); a tiny model does
-  # not show it.
-  # Turning off only that optimiser keeps the others, which is faster and uses less memory than
-  # disabling Grappler (docs/performance.md).
-  tf.config.optimizer.set_experimental_options({"memory_optimization": False})
-  if debug:
-    tf.config.run_functions_eagerly(True)
-    tf.debugging.enable_check_numerics()
-
-
-def make_optimizer(hps):
-  # epsilon=0 gives TF1's Adagrad update exactly: the accumulator starts positive.
-  return keras.optimizers.Adagrad(learning_rate=hps.lr,
-                                  initial_accumulator_value=hps.adagrad_init_acc, epsilon=0.0)
 
 
 def _all_reduce_sum(value):
@@ -151,7 +131,8 @@ def _writing(directory, what):
 
 
 class Trainer:
-  """Owns the model, optimizer, checkpoints and summary writer of one run's train dir.
+  """Owns the training state (model, optimizer, step), its saves and the summary writer of one
+  run's train dir.
 
   Under a multi-worker strategy only the chief writes to the train dir; the other workers
   save into private temporary directories (saving is collective) and all of them resume from
@@ -165,15 +146,10 @@ class Trainer:
     if hps.seed is not None:
       keras.utils.set_random_seed(hps.seed)
     with self.strategy.scope():
-      self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
-      self.optimizer = make_optimizer(hps)
-      self.optimizer.build(self.model.trainable_variables)
-      self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer)
-    self.step = self.checkpoint.step
+      self.state = training_state.TrainingState.from_hparams(hps, len(vocab))
+    self.model, self.optimizer, self.step = self.state.model, self.state.optimizer, self.state.step
     self.out_dir = distribute.WorkerDir(hps.train_dir, distribute.is_chief(self.strategy))
-    self.manager = tf.train.CheckpointManager(self.checkpoint, self.out_dir.path,
-                                              max_to_keep=checkpoints.MAX_TO_KEEP,
-                                              checkpoint_name=checkpoints.CHECKPOINT_NAME)
+    self.manager = self.state.manager(self.out_dir.path)
     self.sources = []
     self.skipped_nonfinite = 0
     self._iterator = None
@@ -181,43 +157,15 @@ class Trainer:
   def restore(self):
     """Resumes from the newest checkpoint in the (chief's) train dir, if any; returns its path."""
     if self.out_dir.chief:
-      self._remove_cut_off_saves()
+      # No save is in progress while the trainer starts.
+      training_state.remove_cut_off_saves(self.hps.train_dir)
     path = checkpoints.newest(self.hps.train_dir)
     if path:
-      # The model alone first, through a checkpoint object of its own: one that does not fit
-      # fails there with nothing printed after the error (see checkpoints.restore).
-      checkpoints.restore_weights(self.model, path)
-      checkpoints.restore(self.checkpoint, path)
+      self.state.restore(path)
       logging.info("Restored %s (step %d).", path, int(self.step.numpy()))
     else:
       logging.info("No checkpoint in %s: starting from fresh weights.", self.hps.train_dir)
     return path
-
-  def _remove_cut_off_saves(self):
-    """Deletes what saves cut off by a crash or a full disk left behind, each file up to a whole
-    model's size. TF writes a checkpoint into `<prefix>_temp/`, renames the data file, writes
-    the .index in place and only then lists it in the state file (itself written to a temporary
-    name and renamed); no save is in progress while the trainer starts.
-    """
-    directory = self.hps.train_dir
-    state = tf.train.get_checkpoint_state(directory)
-    listed = {os.path.abspath(p) for p in state.all_model_checkpoint_paths} if state else set()
-    pattern = os.path.join(directory, f"{checkpoints.CHECKPOINT_NAME}-*")
-    debris = tf.io.gfile.glob(pattern + "_temp") + tf.io.gfile.glob(
-        os.path.join(directory, "checkpoint.tmp*"))
-    prefixes = {p.split(".data-")[0] for p in tf.io.gfile.glob(pattern + ".data-*")}
-    prefixes |= {p[:-len(".index")] for p in tf.io.gfile.glob(pattern + ".index")}
-    for prefix in sorted(p for p in prefixes if os.path.abspath(p) not in listed):
-      try:
-        tf.train.load_checkpoint(prefix)
-      except tf.errors.OpError:
-        debris += tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*")
-    for path in debris:
-      if tf.io.gfile.isdir(path):
-        tf.io.gfile.rmtree(path)
-      else:
-        tf.io.gfile.remove(path)
-      logging.info("Removed %s, left by a save that was cut off.", path)
 
   def save(self):
     step = int(self.step.numpy())

@@ -9,13 +9,11 @@ file from its own list and would drop the new entry): the entry point holds the 
 lock (run_lock) while they run.
 """
 
-import os
-
 from absl import logging
 
 from pointer_gen import checkpoints
 from pointer_gen import model as model_lib
-from pointer_gen import train
+from pointer_gen import training_state
 from pointer_gen.errors import DataError
 
 
@@ -75,18 +73,11 @@ def _copy_weights(source, target):
 
 
 def _write_for_training(hps, model, step, name):
-  """Writes `model` with a fresh optimizer and `step` as the object graph the trainer restores,
-  and makes it the newest checkpoint of the train dir."""
-  optimizer = train.make_optimizer(hps)
-  optimizer.build(model.trainable_variables)
-  checkpoint = checkpoints.make_checkpoint(model, optimizer)
-  checkpoint.step.assign(step)
-  # Trainer.restore asserts that every object of its checkpoint is in the file. save_counter is
-  # one of them (CheckpointManager.save creates it); Checkpoint.write does not create it.
-  checkpoint.save_counter.assign(0)
-  os.makedirs(hps.train_dir, exist_ok=True)
-  path = checkpoint.write(os.path.join(hps.train_dir, name))
-  checkpoints.register_newest(hps.train_dir, path)
+  """Writes `model` with a fresh optimizer and `step` as the state the trainer restores, and
+  makes it the newest checkpoint of the train dir."""
+  state = training_state.TrainingState(hps, model)
+  state.step.assign(step)
+  path = state.write_as_newest(hps.train_dir, name)
   logging.info("Wrote %s (step %d, fresh optimizer) as the newest checkpoint of %s.", path, step,
                hps.train_dir)
   return path

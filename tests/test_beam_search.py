@@ -10,14 +10,15 @@ from pointer_gen import layers
 from pointer_gen import model as model_lib
 from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.model_config import ModelConfig
 
 VOCAB = 23
 
 
 def _random_model(pointer_gen, coverage, seed):
   tf.keras.utils.set_random_seed(seed)
-  model = model_lib.PointerGenerator(VOCAB, emb_dim=6, hidden_dim=5, pointer_gen=pointer_gen,
-                                     coverage=coverage)
+  model = model_lib.PointerGenerator(ModelConfig(VOCAB, emb_dim=6, hidden_dim=5,
+                                                 pointer_gen=pointer_gen, coverage=coverage))
   model.build_all()
   rng = np.random.default_rng(seed)
   for var in model.weights:

@@ -16,10 +16,10 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import model as model_lib
 from pointer_gen import tensorboard_log
 from pointer_gen import tf1_checkpoint
 from pointer_gen import train
+from pointer_gen import training_state
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -147,11 +147,9 @@ def _state(model, optimizer):
 
 
 def _tf1_state(hps, prefix):
-  model = model_lib.PointerGenerator.from_hparams(hps, V)
-  optimizer = train.make_optimizer(hps)
-  optimizer.build(model.trainable_variables)
-  tf1_checkpoint.load(prefix, model, optimizer)
-  return _state(model, optimizer)
+  state = training_state.TrainingState.from_hparams(hps, V)
+  tf1_checkpoint.load(prefix, state.model, state.optimizer)
+  return _state(state.model, state.optimizer)
 
 
 def _dataset():

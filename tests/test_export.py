@@ -215,7 +215,7 @@ def test_attention_signature(exported):
 
 
 def test_settings_and_layout(exported):
-  saved, hps = exported["saved"], exported["hps"]
+  saved = exported["saved"]
   expected = {"beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12, "max_enc_steps": 60,
               "vocab_size": 519, "tokenizer": "whitespace", "lowercase": False,
               # The demo corpus's raw text is its tokens: its vocab's .tokenization.json.

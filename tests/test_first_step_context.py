@@ -13,6 +13,7 @@ from pointer_gen import export
 from pointer_gen import model as model_lib
 from pointer_gen import search as search_lib
 from pointer_gen import train
+from pointer_gen import training_state
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -58,9 +59,9 @@ def copy_model():
   until the last 20 steps average under 0.005, at most MAX_COPY_STEPS steps."""
   hps = config.HParams(hidden_dim=16, emb_dim=16, batch_size=32, lr=0.5, seed=0)
   tf.keras.utils.set_random_seed(0)
-  model = model_lib.PointerGenerator.from_hparams(hps, COPY_VOCAB)
-  step = tf.Variable(0, dtype=tf.int64)
-  train_step = train.make_train_step(model, train.make_optimizer(hps), step, hps, COPY_VOCAB)
+  state = training_state.TrainingState.from_hparams(hps, COPY_VOCAB)
+  model = state.model
+  train_step = train.make_train_step(model, state.optimizer, state.step, hps, COPY_VOCAB)
   batches = iter(tf.data.Dataset.from_tensor_slices(_copy_task(4096, seed=1))
                  .repeat().batch(hps.batch_size))
   losses = []

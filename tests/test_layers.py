@@ -4,11 +4,15 @@ Every weight is overwritten with random values of order 1 (the default initialis
 would hide mistakes), and padding is placed so that masking matters.
 """
 
+import json
+
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from pointer_gen import layers
+from pointer_gen.model_config import ModelConfig
 
 from helpers import np64, np_sigmoid, np_softmax
 
@@ -88,7 +92,8 @@ def np_final_distribution(vocab_probs, attn, p_gen, enc_input_ext, max_oovs):
 
 
 def _make_cell(rng, pointer_gen=True, coverage=True):
-  cell = layers.PointerGeneratorCell(V, E, H, pointer_gen=pointer_gen, coverage=coverage)
+  cell = layers.PointerGeneratorCell(ModelConfig(V, E, H, pointer_gen=pointer_gen,
+                                                 coverage=coverage))
   cell.build()
   _randomize(cell, rng)
   return cell
@@ -243,8 +248,32 @@ def test_cell_p_gen_uses_new_state_and_input_fed_x():
   kernel.assign(base)
 
 
+def test_cell_serialises_under_its_keras_name_and_rebuilds_an_equal_cell():
+  """Keras's serialisation (from_config of get_config, through JSON) gives a cell of the same
+  configuration, whose step gives the same outputs once the weights are copied."""
+  rng = np.random.default_rng(5)
+  cell = _make_cell(rng)
+  saved = json.loads(json.dumps(keras.saving.serialize_keras_object(cell)))
+  assert saved["registered_name"] == "pointer_gen>PointerGeneratorCell"
+  assert (keras.saving.get_registered_name(layers.BahdanauCoverageAttention)
+          == "pointer_gen>BahdanauCoverageAttention")
+  clone = keras.saving.deserialize_keras_object(saved)
+  assert type(clone) is layers.PointerGeneratorCell and clone.config == cell.config
+  # Built by the deserialisation, from the build config that Keras saves beside the config.
+  assert [v.path for v in clone.weights] == [v.path for v in cell.weights]
+  for copy, weight in zip(clone.weights, cell.weights):
+    copy.assign(weight)
+  states = _f32(rng.normal(size=(B, L, 2 * H)))
+  step = (_f32(rng.normal(size=(B, E))), tuple(_f32(s) for s in _random_state(rng)))
+  expected, outputs = (
+      layer(*step, layer.attention.memory_features(states), states, _f32(_mask()))
+      for layer in (cell, clone))
+  for want, got in zip(tf.nest.flatten(expected), tf.nest.flatten(outputs)):
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_cell_parameter_shapes():
-  cell = layers.PointerGeneratorCell(V, E, H, pointer_gen=True, coverage=True)
+  cell = layers.PointerGeneratorCell(ModelConfig(V, E, H, pointer_gen=True, coverage=True))
   cell.build()
   assert tuple(cell.input_projection.kernel.shape) == (E + 2 * H, E)
   assert tuple(cell.lstm_cell.kernel.shape) == (E, 4 * H)

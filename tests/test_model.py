@@ -1,11 +1,16 @@
 """The whole model and its losses against a numpy unrolled loop of the paper's equations."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import config
 from pointer_gen import losses
 from pointer_gen import model as model_lib
+from pointer_gen import precision
+from pointer_gen.model_config import ModelConfig
 
 from helpers import np64, np_sigmoid, np_softmax
 
@@ -215,7 +220,8 @@ def _randomize(model, seed, scale=0.6):
 
 
 def make_model(pointer_gen=True, coverage=True, seed=0):
-  model = model_lib.PointerGenerator(V, E, H, pointer_gen=pointer_gen, coverage=coverage)
+  model = model_lib.PointerGenerator(ModelConfig(V, E, H, pointer_gen=pointer_gen,
+                                                 coverage=coverage))
   model.build_all()
   _randomize(model, seed)
   return model
@@ -237,8 +243,8 @@ def mode_model(request):
 
 def test_trainable_parameter_counts_at_paper_sizes():
   def count(pointer_gen, coverage):
-    model = model_lib.PointerGenerator(50000, 128, 256, pointer_gen=pointer_gen,
-                                       coverage=coverage)
+    model = model_lib.PointerGenerator(ModelConfig(50000, 128, 256, pointer_gen=pointer_gen,
+                                                   coverage=coverage))
     model.build_all()
     return sum(int(np.prod(v.shape)) for v in model.trainable_variables)
 
@@ -247,6 +253,47 @@ def test_trainable_parameter_counts_at_paper_sizes():
   assert count(True, False) == baseline + 1153
   assert count(True, True) == baseline + 1153 + 512
   assert count(False, True) == baseline + 512
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration
+
+
+def test_model_config_takes_the_hparams_and_the_real_vocab_size():
+  hps = config.HParams(vocab_size=0, emb_dim=9, hidden_dim=7, pointer_gen=False, coverage=True,
+                       rand_unif_init_mag=0.5, trunc_norm_init_std=0.25)
+  assert ModelConfig.from_hparams(hps, 30) == ModelConfig(
+      vocab_size=30, emb_dim=9, hidden_dim=7, pointer_gen=False, coverage=True,
+      rand_unif_init_mag=0.5, trunc_norm_init_std=0.25)
+  # Its defaults are the flags'.
+  assert ModelConfig.from_hparams(config.HParams(), 50000) == ModelConfig(50000)
+
+
+@pytest.mark.parametrize("pointer_gen,coverage", [(False, False), (True, True)])
+def test_get_config_round_trip_rebuilds_an_equal_model(pointer_gen, coverage):
+  """Through JSON, as Keras saves a config: the same configuration, held by the model and its
+  cell alike, the same variables, and the same outputs once the weights are copied."""
+  model = make_model(pointer_gen, coverage)
+  saved = json.loads(json.dumps(model.get_config()))
+  clone = model_lib.PointerGenerator.from_config(saved)
+  assert clone.config == model.config and clone.cell.config == model.config
+  assert clone.get_config() == saved
+  clone.build_all()
+  assert [v.path for v in clone.weights] == [v.path for v in model.weights]
+  for copy, weight in zip(clone.weights, model.weights):
+    copy.assign(weight)
+  batch = make_batch(pointer_gen)
+  expected, outputs = model(batch), clone(batch)
+  assert set(outputs) == set(expected)
+  for name, value in expected.items():
+    np.testing.assert_array_equal(outputs[name].numpy(), value.numpy(), err_msg=name)
+
+
+def test_get_config_round_trip_keeps_the_precision():
+  model = model_lib.PointerGenerator(ModelConfig(V, E, H),
+                                     dtype=precision.policy("mixed_bfloat16"))
+  clone = model_lib.PointerGenerator.from_config(model.get_config())
+  assert clone.dtype_policy.name == clone.cell.dtype_policy.name == "mixed_bfloat16"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pointer_gen import model as model_lib
 from pointer_gen import precision
 from pointer_gen import records
 from pointer_gen import train
+from pointer_gen import training_state
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -61,13 +62,11 @@ def _batch(rng, hps):
 def _one_step(hps, weights, batch):
   """Loss, global norm, updated weights and Adagrad accumulators after one training step from
   `weights` at hps.precision."""
-  model = model_lib.PointerGenerator.from_hparams(hps, hps.vocab_size)
+  state = training_state.TrainingState.from_hparams(hps, hps.vocab_size)
+  model, optimizer = state.model, state.optimizer
   for variable, value in zip(model.weights, weights):
     variable.assign(value)
-  optimizer = train.make_optimizer(hps)
-  optimizer.build(model.trainable_variables)
-  step = tf.Variable(0, dtype=tf.int64)
-  train_step = train.make_train_step(model, optimizer, step, hps, hps.vocab_size)
+  train_step = train.make_train_step(model, optimizer, state.step, hps, hps.vocab_size)
   report = train_step(iter(tf.data.Dataset.from_tensors(batch)))
   assert bool(report["finite"])
   accumulators = [v for v in optimizer.variables if "accumulator" in v.path]

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from pointer_gen import checkpoints
 from pointer_gen import config
+from pointer_gen import environment
 from pointer_gen import layers
 from pointer_gen import losses
 from pointer_gen import model as model_lib
@@ -28,6 +29,7 @@ from pointer_gen import raw_text
 from pointer_gen import run_record
 from pointer_gen import tf1_checkpoint
 from pointer_gen import train
+from pointer_gen import training_state
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -249,16 +251,14 @@ def test_one_decode_step_matches_the_tf1_decode_graph(reference, converted):
 
 def test_tf10_names_convert_to_the_same_model(reference, tmp_path):
   hps = _hps(reference, tmp_path)
-  new, old = (model_lib.PointerGenerator.from_hparams(hps, V) for _ in range(2))
-  new_opt, old_opt = (train.make_optimizer(hps) for _ in range(2))
-  new_opt.build(new.trainable_variables)
-  old_opt.build(old.trainable_variables)
-  assert tf1_checkpoint.load(reference["prefix"], new, new_opt) == STEP
-  assert tf1_checkpoint.load(reference["tf10_prefix"], old, old_opt) == STEP
-  for name, value in _weights(new).items():
-    np.testing.assert_array_equal(_weights(old)[name], value, err_msg=name)
-  for name, value in _accumulators(new, new_opt).items():
-    np.testing.assert_array_equal(_accumulators(old, old_opt)[name], value, err_msg=name)
+  new, old = (training_state.TrainingState.from_hparams(hps, V) for _ in range(2))
+  assert tf1_checkpoint.load(reference["prefix"], new.model, new.optimizer) == STEP
+  assert tf1_checkpoint.load(reference["tf10_prefix"], old.model, old.optimizer) == STEP
+  for name, value in _weights(new.model).items():
+    np.testing.assert_array_equal(_weights(old.model)[name], value, err_msg=name)
+  for name, value in _accumulators(new.model, new.optimizer).items():
+    np.testing.assert_array_equal(_accumulators(old.model, old.optimizer)[name], value,
+                                  err_msg=name)
 
 
 def test_lstm_gates_reordered_and_forget_bias_folded_into_the_value_only(reference, converted):
@@ -301,7 +301,7 @@ def test_training_resumes_where_the_original_stopped(reference, converted):
   """Restored by the trainer at the original's step, one of our training steps gives the
   weights and accumulators the original's next Adagrad step saved."""
   hps, path = converted
-  train.configure_tensorflow()
+  environment.configure_tensorflow()
   trainer = train.Trainer(hps, _vocab(hps))
   assert trainer.restore() == path
   assert int(trainer.step.numpy()) == STEP
@@ -310,15 +310,14 @@ def test_training_resumes_where_the_original_stopped(reference, converted):
   np.testing.assert_allclose(scalars["loss"], reference["loss"], atol=ATOL)
   assert int(trainer.step.numpy()) == STEP + 1
 
-  expected = model_lib.PointerGenerator.from_hparams(hps, V)
-  expected_opt = train.make_optimizer(hps)
-  expected_opt.build(expected.trainable_variables)
-  assert tf1_checkpoint.load(reference["next_prefix"], expected, expected_opt) == STEP + 1
-  ours, theirs = _weights(trainer.model), _weights(expected)
+  expected = training_state.TrainingState.from_hparams(hps, V)
+  assert tf1_checkpoint.load(reference["next_prefix"], expected.model,
+                             expected.optimizer) == STEP + 1
+  ours, theirs = _weights(trainer.model), _weights(expected.model)
   for name in theirs:
     np.testing.assert_allclose(ours[name], theirs[name], atol=ATOL, err_msg=name)
   ours = _accumulators(trainer.model, trainer.optimizer)
-  theirs = _accumulators(expected, expected_opt)
+  theirs = _accumulators(expected.model, expected.optimizer)
   for name in theirs:
     np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-5, err_msg=name)
 

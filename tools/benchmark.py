@@ -49,6 +49,7 @@ from pointer_gen import config
 from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import decode
+from pointer_gen import environment
 from pointer_gen import kernels
 from pointer_gen import losses
 from pointer_gen import model as model_lib
@@ -556,7 +557,7 @@ def speedup_rows(results, rows):
 
 def main(argv):
   del argv
-  train.configure_tensorflow()
+  environment.configure_tensorflow()
   steps, warmup = (3, 1) if FLAGS.quick else (FLAGS.steps, FLAGS.warmup)
   base = TINY if FLAGS.tiny else PAPER
   hps = base.replace(coverage=FLAGS.coverage)

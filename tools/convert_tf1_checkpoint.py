@@ -21,9 +21,9 @@ from absl import app
 from absl import flags
 
 from pointer_gen import config
+from pointer_gen import environment
 from pointer_gen import raw_text
 from pointer_gen import tf1_checkpoint
-from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -43,7 +43,7 @@ def convert(hps, prefix, drop_optimizer_state):
     raise DataError("--tf1_checkpoint is required (the original checkpoint's prefix)")
   if not hps.exp_name:
     raise DataError("--exp_name is required: the checkpoint goes to --log_root/--exp_name/train")
-  train.configure_tensorflow()
+  environment.configure_tensorflow()
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   path, step = tf1_checkpoint.convert_to_run(hps, vocab, prefix, drop_optimizer_state)
   state = "fresh optimizer state" if drop_optimizer_state else "Adagrad accumulators carried"

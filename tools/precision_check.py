@@ -23,6 +23,7 @@ from absl import flags
 import numpy as np
 
 from pointer_gen import config
+from pointer_gen import environment
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.precision import PRECISIONS
@@ -76,7 +77,7 @@ def window_table(curves, window):
 
 def main(argv):
   del argv
-  train.configure_tensorflow()
+  environment.configure_tensorflow()
   curves = {precision: run_precision(precision) for precision in PRECISIONS}
   rows = window_table(curves, FLAGS.window)
   worst = max((abs(r["difference"]) for r in rows), default=float("nan"))

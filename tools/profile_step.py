@@ -34,6 +34,7 @@ import tensorflow as tf
 
 import benchmark  # tools/, next to this script: its configurations, batches and data flags
 from pointer_gen import data
+from pointer_gen import environment
 from pointer_gen import precision
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
@@ -178,7 +179,7 @@ def main(argv):
   del argv
   if FLAGS.serial:
     tf.config.threading.set_inter_op_parallelism_threads(1)
-  train.configure_tensorflow()
+  environment.configure_tensorflow()
   base = benchmark.TINY if FLAGS.tiny else benchmark.PAPER
   hps = base.replace(coverage=FLAGS.coverage, precision=FLAGS.precision)
   vocab_size, batches = make_batches(hps)
