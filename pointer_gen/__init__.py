@@ -32,13 +32,14 @@ Decoding and serving:
   export               `--mode=export`: a self-contained SavedModel, raw text to summaries
 
 The plumbing:
-  run                  the entry point: settles the flags into HParams, runs the mode
+  run                  the entry point: parses the flags, dispatches to each mode's `run`
+  settle               the flags, the run's record and the checkpoint into one HParams
   config               the flags (the original's names, defaults) and the HParams from them
   environment          the process's TensorFlow settings: CPU allocator, optimiser, --debug
   usage                `--help`: the project's flags grouped by the mode that reads them
   run_record           `<run>/run_config.json`: the model's settings, which every mode follows
   run_lock             one trainer per run directory: the flock on `<run>/trainer.lock`
-  checkpoints          where checkpoints live; how every mode finds and restores them
+  checkpoints          where checkpoints live; which one each mode loads and how it restores it
   train_utilities      `--convert_to_coverage_model` and `--restore_best_model`
   tf1_checkpoint       reads the original TF1 code's checkpoints into a run
   precision            `--precision`: the Keras dtype policy, float32 or mixed_bfloat16

@@ -18,6 +18,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from pointer_gen import files
+from pointer_gen import stopping
 from pointer_gen.errors import DataError
 
 CHECKPOINT_NAME = "model.ckpt"
@@ -29,6 +30,9 @@ OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # The coverage weight of the attention, as a path in the checkpoint's object graph: a checkpoint
 # holds a coverage model exactly when it has it.
 COVERAGE_PATH = ("model", "cell", "attention", "w_c")
+# Eval may start a little before its trainer has made the train dir; after this, a missing one
+# is a wrong --log_root/--exp_name.
+TRAIN_DIR_WAIT_SECS = 120.0
 
 
 def make_checkpoint(model, optimizer=None):
@@ -65,6 +69,50 @@ def resolve(hps, ckpt_path=""):
   return path
 
 
+def to_load(hps):
+  """The checkpoint whose model the mode builds: the one it loads (the first one, for eval
+  beside training), or None when there is none yet (a new run)."""
+  if hps.restore_best_model:
+    return newest(hps.eval_dir)
+  if hps.mode == "export":
+    return to_export(hps)
+  if hps.mode == "decode" or (hps.mode == "eval" and hps.single_pass):
+    return resolve(hps, hps.ckpt_path)
+  return newest(hps.train_dir)
+
+
+def to_export(hps):
+  """--ckpt_path; else the eval best model with --export_source=best; else the newest train one."""
+  if hps.export_source == "best":
+    if hps.ckpt_path:
+      raise DataError("--export_source=best and --ckpt_path both name a checkpoint; give one")
+    path = newest(hps.eval_dir)
+    if not path:
+      raise DataError(f"--export_source=best: no best model in {hps.eval_dir}; run --mode=eval "
+                      "beside training first, or export the newest train checkpoint")
+    return path
+  return resolve(hps, hps.ckpt_path)
+
+
+def wait_for_train_dir(hps):
+  """Returns once <run>/train exists or a stop is requested; raises DataError naming it after
+  TRAIN_DIR_WAIT_SECS.
+
+  A new trainer records its run_config.json before it makes the train dir, so after this an eval
+  started beside it finds the run's settings."""
+  deadline = time.time() + TRAIN_DIR_WAIT_SECS
+  if not os.path.isdir(hps.train_dir):
+    logging.info("Waiting for a checkpoint in %s (the trainer has not created it yet; giving up "
+                 "after %g s).", hps.train_dir, TRAIN_DIR_WAIT_SECS)
+  while not os.path.isdir(hps.train_dir):
+    if time.time() >= deadline:
+      raise DataError(f"{hps.train_dir} does not exist (waited {TRAIN_DIR_WAIT_SECS:g} s): no "
+                      "trainer runs in this run directory; check --log_root and --exp_name, or "
+                      "start --mode=train first")
+    if stopping.wait(min(hps.eval_poll_secs, 1.0)):
+      return
+
+
 def has_coverage(path):
   """Whether the checkpoint `path` holds a coverage model (the attention's w_c); raises
   tf.errors.OpError when it cannot be read.
@@ -82,28 +130,6 @@ def has_coverage(path):
       return False
     node = graph.nodes[child.node_id]
   return bool(node.attributes)
-
-
-def with_coverage_of(hps, given, path):
-  """`hps` with `coverage` as the checkpoint `path` has it, whatever the run's record says: a
-  run directory holds checkpoints of both phases (before and after the coverage conversion).
-  A --coverage flag in `given` (the names the user set) that contradicts the checkpoint is a
-  DataError naming both."""
-  try:
-    coverage = has_coverage(path)
-  except tf.errors.OpError as e:
-    raise DataError(f"{path}: not a readable checkpoint ({str(e).strip().splitlines()[0]})") from e
-  if "coverage" in given and hps.coverage != coverage:
-    if coverage:
-      fact, hint = "is a coverage model (it holds w_c)", ""
-    else:
-      fact = "has no coverage (no w_c)"
-      hint = (" (--convert_to_coverage_model turns a model trained without coverage into a "
-              "coverage model)")
-    raise DataError(f"--coverage={str(hps.coverage).lower()} conflicts with the checkpoint "
-                    f"{path}, which {fact}: leave --coverage out to build the model as the "
-                    f"checkpoint has it{hint}")
-  return hps.replace(coverage=coverage)
 
 
 def restore_weights(model, path):

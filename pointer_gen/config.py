@@ -252,6 +252,11 @@ class HParams:
     return self
 
   @property
+  def checkpoint_utility(self):
+    """--convert_to_coverage_model or --restore_best_model: train mode writes one checkpoint."""
+    return self.convert_to_coverage_model or self.restore_best_model
+
+  @property
   def run_dir(self):
     return os.path.join(self.log_root or "runs", self.exp_name or "demo")
 

@@ -18,7 +18,6 @@ With --single_pass: one checkpoint over the whole data set, in order, into
 import collections
 import json
 import os
-import time
 
 from absl import logging
 import numpy as np
@@ -37,9 +36,6 @@ from pointer_gen.errors import make_output_dir
 
 RUNNING_AVG_DECAY = 0.99
 RUNNING_AVG_CAP = 12.0
-# Eval may start a little before its trainer has made the train dir; after this, a missing one
-# is a wrong --log_root/--exp_name.
-TRAIN_DIR_WAIT_SECS = 120.0
 
 METRIC_DEFINITIONS = {
     "mean_nll_per_example": "each example's NLL averaged over its target tokens, then averaged "
@@ -94,7 +90,7 @@ class ConcurrentEvaluator:
 
   def __init__(self, hps, vocab):
     self.hps = hps
-    wait_for_train_dir(hps)
+    checkpoints.wait_for_train_dir(hps)
     self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
     self.score = make_score_fn(self.model, hps, len(vocab))
     self.selector = BestModelSelector()
@@ -248,25 +244,6 @@ def _with(coverage):
   return "with" if coverage else "without"
 
 
-def wait_for_train_dir(hps):
-  """Returns once <run>/train exists or a stop is requested; raises DataError naming it after
-  TRAIN_DIR_WAIT_SECS.
-
-  A new trainer records its run_config.json before it makes the train dir, so after this an eval
-  started beside it finds the run's settings."""
-  deadline = time.time() + TRAIN_DIR_WAIT_SECS
-  if not os.path.isdir(hps.train_dir):
-    logging.info("Waiting for a checkpoint in %s (the trainer has not created it yet; giving up "
-                 "after %g s).", hps.train_dir, TRAIN_DIR_WAIT_SECS)
-  while not os.path.isdir(hps.train_dir):
-    if time.time() >= deadline:
-      raise DataError(f"{hps.train_dir} does not exist (waited {TRAIN_DIR_WAIT_SECS:g} s): no "
-                      "trainer runs in this run directory; check --log_root and --exp_name, or "
-                      "start --mode=train first")
-    if stopping.wait(min(hps.eval_poll_secs, 1.0)):
-      return
-
-
 def run_single_pass(hps, vocab):
   """Scores one checkpoint (--ckpt_path or the newest) on the whole data set once, in order.
 
@@ -312,3 +289,23 @@ def run_single_pass(hps, vocab):
   logging.info("Scored %s on %d examples (%d target tokens): loss %.4f; written to %s",
                ckpt_path, num_examples, result["num_target_tokens"], result["loss"], path)
   return path, result
+
+
+def run(hps, vocab):
+  """`--mode=eval`: one checkpoint with --single_pass, else beside the trainer until it stops;
+  prints what it scored."""
+  if hps.single_pass:
+    scored = run_single_pass(hps, vocab)
+    if scored is None:  # stopped by Ctrl-C or SIGTERM
+      return
+    path, result = scored
+    print(f"{result['checkpoint']}: loss {result['loss']:.4f} over {result['num_examples']} "
+          f"examples ({result['num_target_tokens']} target tokens); metrics in {path}")
+    return
+  evaluator = ConcurrentEvaluator(hps, vocab)
+  scored = evaluator.run()
+  best = evaluator.best_manager.latest_checkpoint
+  print(f"Scored {scored} checkpoint{'' if scored == 1 else 's'}; best model: "
+        f"{best or 'none saved'}")
+  # Before the evaluator goes: tearing down its input pipeline would take seconds.
+  stopping.exit_if_requested()

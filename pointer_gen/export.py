@@ -218,19 +218,6 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
   }
 
 
-def resolve_checkpoint(hps):
-  """--ckpt_path; else the eval best model with --export_source=best; else the newest train one."""
-  if hps.export_source == "best":
-    if hps.ckpt_path:
-      raise DataError("--export_source=best and --ckpt_path both name a checkpoint; give one")
-    path = checkpoints.newest(hps.eval_dir)
-    if not path:
-      raise DataError(f"--export_source=best: no best model in {hps.eval_dir}; run --mode=eval "
-                      "beside training first, or export the newest train checkpoint")
-    return path
-  return checkpoints.resolve(hps, hps.ckpt_path)
-
-
 def serving_root(module):
   """The object the SavedModel is written from: the Summarizer's functions, its vocab asset and
   tables, and the tf.Variables its functions read, each written once.
@@ -372,6 +359,6 @@ def run(hps, vocab):
                     "to <export_dir>/<version>)")
   if hps.export_version is not None and hps.export_version < 0:
     raise DataError(f"--export_version={hps.export_version}: must be >= 0")
-  path = export(hps, vocab, resolve_checkpoint(hps), hps.export_dir, hps.export_version)
+  path = export(hps, vocab, checkpoints.to_export(hps), hps.export_dir, hps.export_version)
   print(f"Exported the SavedModel to {path}")
   return path

@@ -9,9 +9,9 @@ naming the flag, both values and the file when it would change the model or the 
 the vocab's checksum), and is used as given when it only describes the data files (DATA).
 
 Coverage is not fixed: a run has a phase without it and one with it, and each checkpoint holds
-one model or the other (the entry point builds the model as the checkpoint it loads has it). The
-record's `coverage` is the current phase's, and `phases` lists the phases in the order they
-began: {"coverage", "from_step", "by"}.
+one model or the other (settle.py builds the model as the checkpoint it loads has it, and takes
+the record's only without one). The record's `coverage` is the current phase's, and `phases`
+lists the phases in the order they began: {"coverage", "from_step", "by"}.
 
 How raw text became the model's tokens (`raw_tokenizer`, `raw_lowercase`; null when unknown) is
 recorded too, but settled by raw_text.py: a statement of it the record lacks is added to the
@@ -36,7 +36,7 @@ FILE_NAME = "run_config.json"
 # The model's shape and how text becomes ids: no mode may run a trained model with others.
 FIXED = ("vocab_size", "hidden_dim", "emb_dim", "pointer_gen", "tokenizer", "lowercase",
          "max_enc_steps")
-# Inherited when left out, never a conflict: the checkpoint a mode loads decides it.
+# Recorded, never reconciled: settle.py decides it, from the checkpoint a mode loads.
 PHASE = ("coverage",)
 # How the data files are laid out: recorded and inherited, but eval and decode may read files
 # laid out otherwise than the training data (a .bin test set for a JSONL-trained model).
@@ -155,7 +155,8 @@ def recorded_num_train_steps(run_dir):
 
 
 def reconcile(hps, given, changeable=()):
-  """`hps` with the flags not in `given` (names the user set) taken from the run's record.
+  """`hps` with the flags not in `given` (names the user set) taken from the run's record, but
+for coverage (settle.py decides it).
 
   Raises DataError for a given flag of FIXED (unless in `changeable`) that differs from the
   record, and for a vocab whose bytes differ from the recorded checksum. Without a record
@@ -166,7 +167,7 @@ def reconcile(hps, given, changeable=()):
     return hps
   path = path_in(hps.run_dir)
   changes = {}
-  for name in FIXED + DATA + PHASE:
+  for name in FIXED + DATA:
     if name not in recorded:
       continue
     value = recorded[name]

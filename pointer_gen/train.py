@@ -1,7 +1,9 @@
-"""`--mode=train`: the training loop, its saves, summaries and the non-finite guard."""
+"""`--mode=train`: the training loop, its saves, summaries and the non-finite guard; the mode's
+`run` holds the run's trainer lock and keeps its run_config.json."""
 
 import contextlib
 import datetime
+import os
 import time
 
 from absl import logging
@@ -12,6 +14,8 @@ from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import distribute
 from pointer_gen import losses
+from pointer_gen import run_lock
+from pointer_gen import run_record
 from pointer_gen import stopping
 from pointer_gen import tensorboard_log
 from pointer_gen import training_state
@@ -310,3 +314,42 @@ class StepLog:
       eta = f", ETA {datetime.timedelta(seconds=round(seconds))}"
     logging.info("step %d: %s%s; %.2f steps/s%s", step, ", ".join(parts), means, steps_per_sec,
                  eta)
+
+
+def curve_summary(history):
+  """First vs last tenth of the run, so noise from single batches does not mislead."""
+  tenth = max(1, len(history) // 10)
+
+  def mean(rows, key):
+    values = [row[key] for row in rows if key in row]
+    return sum(values) / len(values) if values else None
+
+  parts = [f"Trained steps {history[0]['step']}-{history[-1]['step']}:"]
+  for key, label in (("loss", "loss"), ("coverage_loss", "coverage loss"),
+                     ("p_gen_mean", "mean p_gen")):
+    first, last = mean(history[:tenth], key), mean(history[-tenth:], key)
+    if first is not None:
+      parts.append(f"{label} {first:.3f} -> {last:.3f}")
+  return " ".join(parts[:1]) + " " + ", ".join(parts[1:]) + " (means of the first and last tenth)"
+
+
+def run(hps, vocab, strategy):
+  """`--mode=train`: trains the run (under its trainer lock) and prints the loss curve."""
+  # Only the chief writes the run directory; the other workers write private temporary ones.
+  chief = distribute.is_chief(strategy)
+  with run_lock.held(hps.run_dir) if chief else contextlib.nullcontext():
+    # A new run's record comes before its train dir, which an eval started beside waits for;
+    # a resumed run's after the restore, so that a checkpoint not fitting the flags fails first.
+    resumed = checkpoints.newest(hps.train_dir)
+    if chief and not resumed:
+      run_record.write(hps, new_run=True)
+    trainer = Trainer(hps, vocab, strategy)
+    trainer.restore()
+    if chief and resumed:
+      run_record.write(hps)
+    history = trainer.train(restored=True)
+  if history:
+    print(curve_summary(history))
+  print(f"Checkpoints and TensorBoard logs: {os.path.abspath(hps.train_dir)}")
+  # Before the trainer goes: tearing down its input pipeline would take seconds.
+  stopping.exit_if_requested()

@@ -5,16 +5,48 @@ model; `--restore_best_model` copies eval's best model back into training. Both 
 training run resumes from (the model's weights, a fresh Adagrad with its accumulators at
 --adagrad_init_acc, the global step) and register it as the newest checkpoint in the train dir.
 They must not run while a trainer runs on the directory (a running trainer rewrites the state
-file from its own list and would drop the new entry): the entry point holds the run's trainer
-lock (run_lock) while they run.
+file from its own list and would drop the new entry): `run` holds the run's trainer lock
+(run_lock) while they run.
 """
 
 from absl import logging
 
 from pointer_gen import checkpoints
 from pointer_gen import model as model_lib
+from pointer_gen import run_lock
+from pointer_gen import run_record
 from pointer_gen import training_state
 from pointer_gen.errors import DataError
+
+
+def run(hps, vocab):
+  """--convert_to_coverage_model / --restore_best_model: write one checkpoint, record the phase
+  it begins in the run's record, and say what was written."""
+  if hps.convert_to_coverage_model and hps.restore_best_model:
+    raise DataError("--convert_to_coverage_model and --restore_best_model: give one at a time")
+  with run_lock.held(hps.run_dir, "checkpoint utility"):
+    if hps.convert_to_coverage_model:
+      path = convert_to_coverage_model(hps, len(vocab))
+      _record_phase(hps, path, "convert_to_coverage_model")
+      print(f"Wrote the coverage model {path} (fresh w_c and optimizer); train on with "
+            "--coverage")
+    else:
+      source = checkpoints.newest(hps.eval_dir)
+      path = restore_best_model(hps, len(vocab))
+      _record_phase(hps, path, "restore_best_model")
+      if hps.coverage:
+        print(f"Wrote the best model {source} (with coverage) as {path}, the newest checkpoint "
+              "(fresh optimizer): training resumes from it")
+      else:
+        print(f"Wrote the best model {source} (without coverage) as {path}, the newest "
+              "checkpoint (fresh optimizer): training resumes from it without coverage; "
+              "--convert_to_coverage_model is the way back to coverage")
+
+
+def _record_phase(hps, path, how):
+  """The run's record follows the model a utility wrote (its coverage, the phase it begins)."""
+  run_record.write(hps, run_record.recorded_num_train_steps(hps.run_dir),
+                   phase_begins=(checkpoints.step_of(path), how))
 
 
 def convert_to_coverage_model(hps, vocab_size):

@@ -290,17 +290,17 @@ def test_export_the_session_loader_cannot_run_is_refused(exported, monkeypatch, 
 def test_checkpoint_choice_and_refusals(exported):
   hps, vocab = exported["hps"], exported["vocab"]
   with pytest.raises(DataError, match="no best model"):
-    export.resolve_checkpoint(hps.replace(export_source="best"))
+    checkpoints.to_export(hps.replace(export_source="best"))
   # A best model as eval saves it.
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   checkpoints.restore_weights(model, exported["ckpt_path"])
   best = tf.train.CheckpointManager(checkpoints.make_checkpoint(model), hps.eval_dir,
                                     checkpoints.MAX_TO_KEEP,
                                     checkpoint_name=checkpoints.BEST_MODEL_NAME).save(9)
-  assert export.resolve_checkpoint(hps.replace(export_source="best")) == best
-  assert export.resolve_checkpoint(hps) == exported["ckpt_path"]
+  assert checkpoints.to_export(hps.replace(export_source="best")) == best
+  assert checkpoints.to_export(hps) == exported["ckpt_path"]
   with pytest.raises(DataError, match="give one"):
-    export.resolve_checkpoint(hps.replace(export_source="best", ckpt_path=exported["ckpt_path"]))
+    checkpoints.to_export(hps.replace(export_source="best", ckpt_path=exported["ckpt_path"]))
   with pytest.raises(DataError, match="already exists"):
     export.export(hps, vocab, exported["ckpt_path"], str(exported["export_dir"]))
   with pytest.raises(DataError, match="SavedModel itself"):

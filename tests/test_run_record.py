@@ -23,7 +23,6 @@ import pytest
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import evaluate
 from pointer_gen import model as model_lib
 from pointer_gen import records
 from pointer_gen import run_lock
@@ -343,7 +342,7 @@ def test_bad_data_path_or_flag_fails_before_any_directory(hf_data, capsys, tmp_p
 
 
 def test_eval_without_a_train_dir_says_so(hf_data, capsys, tmp_path, monkeypatch):
-  monkeypatch.setattr(evaluate, "TRAIN_DIR_WAIT_SECS", 0.3)
+  monkeypatch.setattr(checkpoints, "TRAIN_DIR_WAIT_SECS", 0.3)
   code, _, err = run_main(capsys, "--mode=eval", *_args(hf_data, tmp_path, exp="typo"), *TEXT,
                           f"--vocab_path={hf_data['vocab']}", "--eval_poll_secs=0.1")
   assert code == 1

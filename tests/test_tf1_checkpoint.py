@@ -27,6 +27,7 @@ from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import raw_text
 from pointer_gen import run_record
+from pointer_gen import settle
 from pointer_gen import tf1_checkpoint
 from pointer_gen import train
 from pointer_gen import training_state
@@ -291,8 +292,8 @@ def test_conversion_records_the_run_config(reference, converted):
       "hidden_dim": H, "emb_dim": E, "vocab_size": V, "pointer_gen": True, "coverage": True,
       "tokenizer": "whitespace", "lowercase": False,
       "vocab_path": os.path.abspath(reference["vocab"])}
-  decode_hps = run_record.reconcile(config.HParams(mode="decode", log_root=hps.log_root,
-                                                   exp_name=hps.exp_name), given=frozenset())
+  decode_hps, _ = settle.from_run(config.HParams(mode="decode", log_root=hps.log_root,
+                                                 exp_name=hps.exp_name), given=frozenset())
   assert (decode_hps.hidden_dim, decode_hps.emb_dim, decode_hps.coverage,
           decode_hps.vocab_path) == (H, E, True, os.path.abspath(reference["vocab"]))
 

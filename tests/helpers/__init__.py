@@ -66,14 +66,14 @@ def run_main(capsys, *args):
 
 
 def settle(*args):
-  """The HParams `python -m pointer_gen.run *args` would run with (run.settle_hparams), without
+  """The HParams `python -m pointer_gen.run *args` would run with (settle.hparams), without
   running anything."""
   from absl import flags  # pylint: disable=g-import-not-at-top
   from pointer_gen import run  # pylint: disable=g-import-not-at-top
   flags.FLAGS.unparse_flags()
   flags.FLAGS(["run", *args])
   try:
-    return run.settle_hparams(flags.FLAGS)
+    return run.settle.hparams(flags.FLAGS)
   finally:
     flags.FLAGS.unparse_flags()
 
