@@ -1,4 +1,4 @@
-"""Where checkpoints live and how every mode reads them.
+"""Where checkpoints live, which one each mode loads and how every mode reads them.
 
 Training writes `<run>/train/model.ckpt-<step>` (keep 3); eval writes the best model as
 `<run>/eval/bestmodel-<step>` with its own `checkpoint` state file. The two train-mode utilities

@@ -156,7 +156,7 @@ def recorded_num_train_steps(run_dir):
 
 def reconcile(hps, given, changeable=()):
   """`hps` with the flags not in `given` (names the user set) taken from the run's record, but
-for coverage (settle.py decides it).
+  for coverage (settle.py decides it).
 
   Raises DataError for a given flag of FIXED (unless in `changeable`) that differs from the
   record, and for a vocab whose bytes differ from the recorded checksum. Without a record

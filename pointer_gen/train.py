@@ -316,7 +316,7 @@ class StepLog:
                  eta)
 
 
-def curve_summary(history):
+def _curve_summary(history):
   """First vs last tenth of the run, so noise from single batches does not mislead."""
   tenth = max(1, len(history) // 10)
 
@@ -349,7 +349,7 @@ def run(hps, vocab, strategy):
       run_record.write(hps)
     history = trainer.train(restored=True)
   if history:
-    print(curve_summary(history))
+    print(_curve_summary(history))
   print(f"Checkpoints and TensorBoard logs: {os.path.abspath(hps.train_dir)}")
   # Before the trainer goes: tearing down its input pipeline would take seconds.
   stopping.exit_if_requested()
