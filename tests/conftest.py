@@ -1,5 +1,6 @@
-"""The fixtures: real data from ../shared (skipped without it, failing under CI=true) and a
-temporary directory of each test's own. Shared functions are in `helpers`."""
+"""The fixtures: real data from ../shared (skipped without it, failing under CI=true), the demo
+corpus and a tiny trained run made once for the session, and a temporary directory of each
+test's own. Shared functions are in `helpers`."""
 
 import collections
 import os
@@ -9,7 +10,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest
 
-from helpers import REPO
+from helpers import REPO, run_entry_point, tiny_flags
 
 SHARED_DATA = REPO.parent / "shared" / "data"
 VIETNEWS = SHARED_DATA / "vietnews_bin"
@@ -57,6 +58,31 @@ def bbc():
 @pytest.fixture(scope="session")
 def ptb_oracle():
   return _real_data(PTB_ORACLE)
+
+
+@pytest.fixture(scope="session")
+def demo_corpus(tmp_path_factory):
+  """The demo corpus (demo_data.ensure_demo_corpus), generated once: {"dir", "train", "val",
+  "test", "vocab"}. Read only: a test that writes beside it copies it first."""
+  from pointer_gen import demo_data  # pylint: disable=g-import-not-at-top
+  directory = tmp_path_factory.mktemp("corpus") / "demo_data"
+  return {"dir": directory, **demo_data.ensure_demo_corpus(str(directory))}
+
+
+TINY_RUN_STEPS = 4
+
+
+@pytest.fixture(scope="session")
+def tiny_run(demo_corpus, tmp_path_factory):
+  """The run directory (`run`: run_config.json, train/model.ckpt-4) of a helpers.TINY_RUN
+  trained TINY_RUN_STEPS steps on the demo corpus by the entry point, made once. Read only: a
+  test that trains, evaluates or decodes it works on a copy (shutil.copytree)."""
+  root = tmp_path_factory.mktemp("tiny_run")
+  code = run_entry_point(f"--data_path={demo_corpus['train']}",
+                         f"--vocab_path={demo_corpus['vocab']}", f"--log_root={root}",
+                         *tiny_flags(num_train_steps=TINY_RUN_STEPS, checkpoint_secs=1000))
+  assert code == 0
+  return root / "run"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,7 +10,6 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_gen import checkpoints
-from pointer_gen import demo_data
 from pointer_gen import model as model_lib
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
@@ -29,12 +28,10 @@ def _env():
   return env
 
 
-def test_mirrored_over_two_logical_cpus_matches_one_device(tmp_path):
-  corpus = str(tmp_path / "demo")
-  demo_data.ensure_demo_corpus(corpus)
+def test_mirrored_over_two_logical_cpus_matches_one_device(demo_corpus, tmp_path):
   out = subprocess.run([sys.executable, str(HELPERS / "distributed_step.py"), str(HELPERS),
-                        corpus, str(tmp_path / "runs")], env=_env(), capture_output=True,
-                       text=True, timeout=300, check=False)
+                        str(demo_corpus["dir"]), str(tmp_path / "runs")], env=_env(),
+                       capture_output=True, text=True, timeout=300, check=False)
   assert out.returncode == 0, out.stderr[-3000:]
   result = json.loads(out.stdout.strip().splitlines()[-1])
   assert result["mirrored"]["replicas"] == 2 and result["single"]["replicas"] == 1
@@ -57,10 +54,8 @@ def _free_ports(count):
   return ports
 
 
-def test_two_workers_match_one_process_on_the_global_batch(tmp_path):
-  corpus = str(tmp_path / "demo")
-  demo_data.ensure_demo_corpus(corpus)
-  hps = distribute_common.tiny_hparams(corpus, str(tmp_path / "runs"))
+def test_two_workers_match_one_process_on_the_global_batch(demo_corpus, tmp_path):
+  hps = distribute_common.tiny_hparams(str(demo_corpus["dir"]), str(tmp_path / "runs"))
   ports = _free_ports(2)
   cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
   flags = [f"--data_path={hps.data_path}", f"--vocab_path={hps.vocab_path}",

@@ -25,13 +25,11 @@ from pointer_gen import tensorboard_log
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from helpers import REPO, project_error_lines, run_main
+from helpers import REPO, project_error_lines, run_main, tiny_flags, tiny_hparams
 
 NUM_SAVES = 6
 MIN_SCORED = 3
-MODEL_FLAGS = ["--exp_name=run", "--hidden_dim=8", "--emb_dim=8", "--vocab_size=519",
-               "--batch_size=4", "--max_enc_steps=40", "--max_dec_steps=10",
-               "--min_dec_steps=2", "--seed=1"]
+MODEL_FLAGS = tiny_flags(min_dec_steps=2)
 
 
 def _start(log_path, *args):
@@ -186,11 +184,8 @@ def test_running_average_and_best_model_choice():
 def _eval_of_a_copy(run, tmp_path, **changes):
   """(HParams, vocab) of an eval that scores one checkpoint of a copy of the run's train dir."""
   shutil.copytree(run["run_dir"] / "train", tmp_path / "run" / "train")
-  hps = config.HParams(
-      mode="eval", data_path=run["corpus"]["val"], vocab_path=run["corpus"]["vocab"],
-      log_root=str(tmp_path), exp_name="run", hidden_dim=8, emb_dim=8, vocab_size=519,
-      batch_size=4, max_enc_steps=40, max_dec_steps=10, min_dec_steps=2,
-      eval_max_checkpoints=1, **changes)
+  hps = tiny_hparams(run["corpus"], tmp_path, mode="eval", data_path=run["corpus"]["val"],
+                     min_dec_steps=2, eval_max_checkpoints=1, **changes)
   return hps, vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
 
 

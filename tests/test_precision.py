@@ -13,7 +13,6 @@ from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
 from pointer_gen import decode
-from pointer_gen import demo_data
 from pointer_gen import export
 from pointer_gen import model as model_lib
 from pointer_gen import precision
@@ -163,10 +162,10 @@ def _state(trainer):
 
 
 @pytest.fixture(scope="module")
-def bf16_run(tmp_path_factory):
+def bf16_run(demo_corpus, tmp_path_factory):
   """A bf16 run trained 2 steps, then resumed in float32 for 1, then in bf16 for 1."""
   root = tmp_path_factory.mktemp("precision")
-  corpus = demo_data.ensure_demo_corpus(str(root / "demo_data"))
+  corpus = demo_corpus
   hps = config.HParams(
       data_path=corpus["train"], vocab_path=corpus["vocab"], log_root=str(root), exp_name="run",
       hidden_dim=16, emb_dim=8, vocab_size=519, batch_size=8, max_enc_steps=60,

@@ -15,7 +15,6 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import checkpoints
-from pointer_gen import demo_data
 from pointer_gen import evaluate
 from pointer_gen import run_record
 from pointer_gen import vocab as vocab_lib
@@ -46,13 +45,6 @@ def _wait_for_line(path, pattern, process, timeout=180):
     if process.poll() is not None or time.time() > deadline:
       pytest.fail(f"gave up waiting for {pattern!r} in {path}:\n{text[-3000:]}")
     time.sleep(0.2)
-
-
-@pytest.fixture(scope="module")
-def demo_corpus(tmp_path_factory):
-  """The demo corpus, generated once for the module: {"dir", "train", "val", "vocab", ...}."""
-  directory = tmp_path_factory.mktemp("corpus") / "demo_data"
-  return {"dir": directory, **demo_data.ensure_demo_corpus(str(directory))}
 
 
 def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):

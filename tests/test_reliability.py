@@ -1,9 +1,10 @@
 """Reliability of the command line: NaN/Inf losses, a full disk or unwritable output directory,
 an interrupted decode, and a short SIGKILL soak of training beside a concurrent eval.
 
-Train, eval and decode run as `python -m pointer_gen.run` subprocesses with a tiny model on the
-demo corpus, each op on one thread so that two processes share the 2 cores and runs from the
-same checkpoint and seed repeat bit for bit.
+Train, eval and decode run the entry point with a tiny model on the demo corpus: in this
+process where nothing but its output is checked, as `python -m pointer_gen.run` subprocesses
+where the process itself matters (killed, its files capped) or where two runs from the same
+checkpoint and seed must repeat bit for bit (each op on one thread).
 """
 
 import glob
@@ -22,29 +23,40 @@ import tensorflow as tf
 
 from pointer_gen import config
 from pointer_gen import decode
-from pointer_gen import demo_data
 from pointer_gen import files
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 
-from helpers import load_tool
+from helpers import load_tool, run_entry_point, run_main, tiny_flags, tiny_hparams
 
-TINY = ("--vocab_size=519", "--hidden_dim=8", "--emb_dim=8", "--batch_size=4",
-        "--max_enc_steps=40", "--max_dec_steps=10", "--seed=1")
+# Enough examples that a decode killed after its fifth is still running.
+DECODE_EXAMPLES = 12
 DECODE = ("--mode=decode", "--single_pass", "--beam_size=2", "--min_dec_steps=2",
-          "--max_dec_steps=8", "--batch_size=1", "--max_decode_examples=40")
+          "--max_dec_steps=8", "--batch_size=1", f"--max_decode_examples={DECODE_EXAMPLES}")
 ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 TIMEOUT_SECS = 300
+
+
+def _args(corpus, log_root, split, args):
+  return [f"--data_path={corpus[split]}", f"--vocab_path={corpus['vocab']}",
+          f"--log_root={log_root}", *tiny_flags(), *args]
 
 
 def _run(corpus, log_root, *args, split="train", preexec_fn=None):
   """A finished `python -m pointer_gen.run` on the demo corpus: (exit code, stdout, stderr)."""
   result = subprocess.run(
-      [sys.executable, "-m", "pointer_gen.run", f"--data_path={corpus[split]}",
-       f"--vocab_path={corpus['vocab']}", f"--log_root={log_root}", "--exp_name=run", *TINY,
-       *args], capture_output=True, text=True, env={**os.environ, **ONE_THREAD}, timeout=TIMEOUT_SECS,
+      [sys.executable, "-m", "pointer_gen.run", *_args(corpus, log_root, split, args)],
+      capture_output=True, text=True, env={**os.environ, **ONE_THREAD}, timeout=TIMEOUT_SECS,
       preexec_fn=preexec_fn, check=False)
   return result.returncode, result.stdout, result.stderr
+
+
+def _run_here(capsys, caplog, corpus, log_root, *args, split="train"):
+  """`_run` in this process: (exit code, stdout, stderr followed by the log's messages). The
+  INFO lines, which the command line logs, are kept (--verbosity=0) as the log's messages."""
+  with caplog.at_level("INFO", logger="absl"):
+    code, out, err = run_main(capsys, *_args(corpus, log_root, split, args), "--verbosity=0")
+  return code, out, "\n".join([err, *caplog.messages])
 
 
 def _weights(prefix):
@@ -55,8 +67,9 @@ def _weights(prefix):
           if not name.startswith(("save_counter", "_CHECKPOINTABLE_OBJECT_GRAPH"))}
 
 
-def _steps_logged(stderr):
-  return [int(s) for s in re.findall(r"\] step (\d+): ", stderr)]
+def _steps_logged(log):
+  """The steps of the training log's lines, in absl's format or as bare messages."""
+  return [int(s) for s in re.findall(r"(?:^|\] )step (\d+): ", log, re.M)]
 
 
 def _checkpoint_steps(train_dir):
@@ -64,22 +77,8 @@ def _checkpoint_steps(train_dir):
                 for p in glob.glob(os.path.join(train_dir, "model.ckpt-*.index")))
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-  return demo_data.ensure_demo_corpus(str(tmp_path_factory.mktemp("demo") / "demo_data"))
-
-
-@pytest.fixture(scope="module")
-def trained(corpus, tmp_path_factory):
-  """A run directory whose only checkpoint is model.ckpt-4."""
-  root = tmp_path_factory.mktemp("trained")
-  code, _, err = _run(corpus, root, "--num_train_steps=4", "--checkpoint_secs=1000")
-  assert code == 0, err
-  return root / "run"
-
-
-def _copy_run(trained, tmp_path):
-  shutil.copytree(trained, tmp_path / "run")
+def _copy_run(run_dir, tmp_path):
+  shutil.copytree(run_dir, tmp_path / "run")
   return tmp_path / "run" / "train"
 
 
@@ -87,9 +86,9 @@ def _copy_run(trained, tmp_path):
 
 
 def test_nonfinite_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(
-    corpus, trained, tmp_path):
-  train_dir = _copy_run(trained, tmp_path)
-  code, _, err = _run(corpus, tmp_path, "--num_train_steps=20", "--checkpoint_secs=1",
+    demo_corpus, tiny_run, tmp_path):
+  train_dir = _copy_run(tiny_run, tmp_path)
+  code, _, err = _run(demo_corpus, tmp_path, "--num_train_steps=20", "--checkpoint_secs=1",
                       "--inject_nonfinite_at_step=8", "--log_every_n_steps=1")
   assert code == 1
   assert "Traceback" not in err
@@ -106,8 +105,8 @@ def test_nonfinite_loss_stops_before_the_update_and_keeps_the_last_good_checkpoi
   saved = _weights(newest)
   assert saved["step/.ATTRIBUTES/VARIABLE_VALUE"] == last_good
   assert all(np.isfinite(v).all() for v in saved.values() if v.dtype.kind == "f")
-  replay_dir = _copy_run(trained, tmp_path / "replay")
-  code, _, err = _run(corpus, tmp_path / "replay", f"--num_train_steps={last_good}",
+  replay_dir = _copy_run(tiny_run, tmp_path / "replay")
+  code, _, err = _run(demo_corpus, tmp_path / "replay", f"--num_train_steps={last_good}",
                       "--checkpoint_secs=1000")
   assert code == 0, err
   replayed = _weights(os.path.join(replay_dir, f"model.ckpt-{last_good}"))
@@ -116,11 +115,12 @@ def test_nonfinite_loss_stops_before_the_update_and_keeps_the_last_good_checkpoi
     np.testing.assert_array_equal(value, replayed[name], err_msg=name)
 
 
-def test_skip_nonfinite_batches_continues_counts_and_logs(corpus, tmp_path):
+def test_skip_nonfinite_batches_continues_counts_and_logs(demo_corpus, tmp_path, capsys, caplog):
   # Before the hook fired only once, the skipped step never advanced and every later batch was
   # poisoned again: this run never ended.
-  code, out, err = _run(corpus, tmp_path, "--num_train_steps=6", "--checkpoint_secs=1000",
-                        "--skip_nonfinite_batches", "--inject_nonfinite_at_step=3")
+  code, out, err = _run_here(capsys, caplog, demo_corpus, tmp_path, "--num_train_steps=6",
+                             "--checkpoint_secs=1000", "--skip_nonfinite_batches",
+                             "--inject_nonfinite_at_step=3")
   assert code == 0, err
   assert "Traceback" not in err
   assert re.search(r"Non-finite loss or gradient at step 3 \(loss nan, .*the update was NOT "
@@ -128,16 +128,14 @@ def test_skip_nonfinite_batches_continues_counts_and_logs(corpus, tmp_path):
   # One line at the end (the default logs every 100 steps), of the 6 steps trained: the
   # skipped batch, which did not advance the step, is not among them.
   assert _steps_logged(err) == [6]
-  assert re.search(r"\] step 6: .*\(means of 6 steps\); ", err), err
+  assert re.search(r"(?:^|\] )step 6: .*\(means of 6 steps\); ", err, re.M), err
   assert _checkpoint_steps(tmp_path / "run" / "train") == [6]
   assert "Trained steps 1-6" in out
 
 
-def test_a_skipped_batch_leaves_weights_and_optimizer_state_untouched(corpus, tmp_path):
-  hps = config.HParams(
-      data_path=corpus["train"], vocab_path=corpus["vocab"], log_root=str(tmp_path),
-      exp_name="run", vocab_size=519, hidden_dim=8, emb_dim=8, batch_size=4, max_enc_steps=40,
-      max_dec_steps=10, seed=1, skip_nonfinite_batches=True, inject_nonfinite_at_step=2)
+def test_a_skipped_batch_leaves_weights_and_optimizer_state_untouched(demo_corpus, tmp_path):
+  hps = tiny_hparams(demo_corpus, tmp_path, skip_nonfinite_batches=True,
+                     inject_nonfinite_at_step=2)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   trainer = train.Trainer(hps, vocab)
   step_fn = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, len(vocab))
@@ -180,12 +178,12 @@ def _files(prefix):
 
 
 def test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoint(
-    corpus, trained, tmp_path):
-  train_dir = _copy_run(trained, tmp_path)
+    demo_corpus, tiny_run, tmp_path, capsys, caplog):
+  train_dir = _copy_run(tiny_run, tmp_path)
   previous = os.path.join(train_dir, "model.ckpt-4")
   before = _files(previous)
   # The tiny model's checkpoint is ~100 KB; a few steps of summaries stay far below the cap.
-  code, _, err = _run(corpus, tmp_path, "--num_train_steps=6", "--checkpoint_secs=1000",
+  code, _, err = _run(demo_corpus, tmp_path, "--num_train_steps=6", "--checkpoint_secs=1000",
                       preexec_fn=_file_size_limit(50_000))
   assert code == 1
   assert "Traceback" not in err
@@ -195,7 +193,8 @@ def test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoi
   assert _files(previous) == before
   assert _weights(previous)["step/.ATTRIBUTES/VARIABLE_VALUE"] == 4
   # With space again, training resumes from it and clears what the failed save left.
-  code, _, err = _run(corpus, tmp_path, "--num_train_steps=5", "--checkpoint_secs=1000")
+  code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path, "--num_train_steps=5",
+                           "--checkpoint_secs=1000")
   assert code == 0, err
   assert f"Restored {previous} (step 4)" in err
   assert "model.ckpt-6_temp, left by a save that was cut off" in err
@@ -203,11 +202,11 @@ def test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoi
   assert _checkpoint_steps(train_dir) == [4, 5]
 
 
-def test_disk_full_while_writing_summaries_is_a_clear_error(corpus, trained, tmp_path):
-  train_dir = _copy_run(trained, tmp_path)
+def test_disk_full_while_writing_summaries_is_a_clear_error(demo_corpus, tiny_run, tmp_path):
+  train_dir = _copy_run(tiny_run, tmp_path)
   before = _files(os.path.join(train_dir, "model.ckpt-4"))
-  code, _, err = _run(corpus, tmp_path, "--num_train_steps=100000", "--checkpoint_secs=100000",
-                      preexec_fn=_file_size_limit(12_000))
+  code, _, err = _run(demo_corpus, tmp_path, "--num_train_steps=100000",
+                      "--checkpoint_secs=100000", preexec_fn=_file_size_limit(12_000))
   assert code == 1
   assert "Traceback" not in err
   assert re.search(r"^error: \S+/train: could not write TensorBoard summaries \(.*events\.out\."
@@ -215,11 +214,13 @@ def test_disk_full_while_writing_summaries_is_a_clear_error(corpus, trained, tmp
   assert _files(os.path.join(train_dir, "model.ckpt-4")) == before
 
 
-def test_output_directory_that_cannot_be_created_is_a_clear_error(corpus, tmp_path):
+def test_output_directory_that_cannot_be_created_is_a_clear_error(demo_corpus, tmp_path, capsys,
+                                                                  caplog):
   # Tests run as root, which chmod does not stop; a regular file where a directory must go
   # stops everyone.
   (tmp_path / "a_file").write_text("not a directory")
-  code, _, err = _run(corpus, tmp_path / "a_file" / "logs", "--num_train_steps=2")
+  code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path / "a_file" / "logs",
+                           "--num_train_steps=2")
   assert code == 1
   assert "Traceback" not in err
   # The run directory is the first one a trainer makes (for its lock and run_config.json).
@@ -227,10 +228,12 @@ def test_output_directory_that_cannot_be_created_is_a_clear_error(corpus, tmp_pa
                    r"\(check --log_root\): Not a directory$", err, re.M), err
 
 
-def test_eval_directory_that_cannot_be_created_is_a_clear_error(corpus, trained, tmp_path):
-  _copy_run(trained, tmp_path)
+def test_eval_directory_that_cannot_be_created_is_a_clear_error(demo_corpus, tiny_run, tmp_path,
+                                                                capsys, caplog):
+  _copy_run(tiny_run, tmp_path)
   (tmp_path / "run" / "eval").write_text("a file where eval/ must go")
-  code, _, err = _run(corpus, tmp_path, "--mode=eval", "--eval_max_checkpoints=1", split="val")
+  code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path, "--mode=eval",
+                           "--eval_max_checkpoints=1", split="val")
   assert code == 1
   assert "Traceback" not in err
   assert re.search(r"^error: cannot create the output directory \S+/run/eval "
@@ -252,12 +255,11 @@ def _decode_files(directory):
 
 
 @pytest.fixture(scope="module")
-def decode_reference(corpus, trained, tmp_path_factory):
-  """The files of an uninterrupted decode of the trained model (subprocess)."""
+def decode_reference(demo_corpus, tiny_run, tmp_path_factory):
+  """The files of an uninterrupted decode of the trained model."""
   root = tmp_path_factory.mktemp("decode_reference")
-  shutil.copytree(trained, root / "run")
-  code, _, err = _run(corpus, root, *DECODE, split="val")
-  assert code == 0, err
+  shutil.copytree(tiny_run, root / "run")
+  assert run_entry_point(*_args(demo_corpus, root, "val", DECODE)) == 0
   directory = _decode_dir(root / "run")
   return _decode_files(directory), open(os.path.join(directory, "metrics.json")).read()
 
@@ -268,16 +270,14 @@ def _same_metrics(a, b):
   return strip(a) == strip(b)
 
 
-def test_decode_killed_mid_run_resumes_to_the_same_files(corpus, trained, decode_reference,
-                                                        tmp_path):
+def test_decode_killed_mid_run_resumes_to_the_same_files(demo_corpus, tiny_run, decode_reference,
+                                                        tmp_path, capsys, caplog):
   reference, reference_metrics = decode_reference
-  shutil.copytree(trained, tmp_path / "run")
-  args = [sys.executable, "-m", "pointer_gen.run", f"--data_path={corpus['val']}",
-          f"--vocab_path={corpus['vocab']}", f"--log_root={tmp_path}", "--exp_name=run", *TINY,
-          *DECODE]
-  proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          env={**os.environ, **ONE_THREAD})
-  decoded = tmp_path / "run" / _decode_dir_name(corpus) / "decoded"
+  shutil.copytree(tiny_run, tmp_path / "run")
+  proc = subprocess.Popen(
+      [sys.executable, "-m", "pointer_gen.run", *_args(demo_corpus, tmp_path, "val", DECODE)],
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **ONE_THREAD})
+  decoded = tmp_path / "run" / _decode_dir_name(demo_corpus) / "decoded"
   deadline = time.time() + TIMEOUT_SECS
   # Five complete examples (a temporary file of a write under way does not count).
   while time.time() < deadline and len([n for n in (os.listdir(decoded) if decoded.is_dir()
@@ -285,14 +285,15 @@ def test_decode_killed_mid_run_resumes_to_the_same_files(corpus, trained, decode
     time.sleep(0.01)
   # Then killed inside a file write: its temporary file lives for about a millisecond, so
   # look without sleeping.
-  while time.time() < deadline and not any(".tmp-" in n for n in os.listdir(decoded)):
+  while (time.time() < deadline and proc.poll() is None
+         and not any(".tmp-" in n for n in os.listdir(decoded))):
     pass
   proc.send_signal(signal.SIGKILL)
   proc.wait()
   done = len([n for n in os.listdir(decoded) if n.endswith("_decoded.txt")])
-  assert 5 <= done < 40, done
+  assert 5 <= done < DECODE_EXAMPLES, done
   assert not (decoded.parent / "metrics.json").exists()
-  code, _, err = _run(corpus, tmp_path, *DECODE, split="val")
+  code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path, *DECODE, split="val")
   assert code == 0, err
   assert re.search(r"Resuming the decode in \S+ after \d+ examples", err)
   assert _decode_files(decoded.parent) == reference
@@ -312,16 +313,14 @@ class _Killed(BaseException):
 @pytest.mark.parametrize("dies_after", ["reference/000003_reference.txt",
                                         "decoded/000003_decoded.txt"])
 def test_decode_dying_between_its_writes_resumes_to_the_same_files(
-    corpus, trained, decode_reference, tmp_path, monkeypatch, dies_after):
+    demo_corpus, tiny_run, decode_reference, tmp_path, monkeypatch, dies_after):
   """Death right after each write of one example. After its decoded file the example counts
   as done, and the resume used to refuse: the p_gen log line came after that file."""
   reference, _ = decode_reference
-  shutil.copytree(trained, tmp_path / "run")
-  hps = config.HParams(
-      mode="decode", single_pass=True, data_path=corpus["val"], vocab_path=corpus["vocab"],
-      log_root=str(tmp_path), exp_name="run", vocab_size=519, hidden_dim=8, emb_dim=8,
-      batch_size=1, max_enc_steps=40, max_dec_steps=8, min_dec_steps=2, beam_size=2,
-      max_decode_examples=40)
+  shutil.copytree(tiny_run, tmp_path / "run")
+  hps = tiny_hparams(demo_corpus, tmp_path, mode="decode", single_pass=True,
+                     data_path=demo_corpus["val"], batch_size=1, max_dec_steps=8, min_dec_steps=2,
+                     beam_size=2, max_decode_examples=DECODE_EXAMPLES)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   write = files.write_text_atomic
 
@@ -341,6 +340,7 @@ def test_decode_dying_between_its_writes_resumes_to_the_same_files(
 # --------------------------------------------------------------------------------- short soak
 
 
+@pytest.mark.soak
 def test_short_soak_sigkill_training_beside_eval(tmp_path):
   """tools/soak.py at a small scale: 3 SIGKILLs (the 1st and 3rd inside a checkpoint write),
   restarts, and a concurrent eval that must never fail; it raises on any failed check."""

@@ -24,17 +24,13 @@ import tensorflow as tf
 
 from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import demo_data
 from pointer_gen import model as model_lib
 from pointer_gen import stopping
 
-from helpers import REPO, load_tool, project_error_lines
+from helpers import REPO, TINY_RUN, load_tool, project_error_lines, tiny_flags
 
 STEP = 4
-MODEL = {"vocab_size": 519, "hidden_dim": 8, "emb_dim": 8}
-FLAGS = [f"--{k}={v}" for k, v in MODEL.items()] + [
-    "--exp_name=run", "--batch_size=4", "--max_enc_steps=40", "--max_dec_steps=10",
-    "--min_dec_steps=2", "--beam_size=2", "--seed=1"]
+FLAGS = tiny_flags(min_dec_steps=2, beam_size=2)
 # Each op on one thread: the processes of this module run side by side on a shared machine.
 ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 STOP_LIMIT_SECS = 10  # the issue's bound
@@ -58,17 +54,13 @@ SIGNALS = ("SIGINT", "SIGTERM")
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-  return demo_data.ensure_demo_corpus(str(tmp_path_factory.mktemp("demo") / "demo_data"))
-
-
-@pytest.fixture(scope="module")
 def train_dir(tmp_path_factory):
   """A train dir holding model.ckpt-4 of a tiny model (untrained weights: only loading and
   running them matters here)."""
   directory = tmp_path_factory.mktemp("trained") / "train"
-  hps = config.HParams(**MODEL)
-  checkpoint = checkpoints.make_checkpoint(model_lib.PointerGenerator.from_hparams(hps, 519))
+  hps = config.HParams(**TINY_RUN)
+  checkpoint = checkpoints.make_checkpoint(
+      model_lib.PointerGenerator.from_hparams(hps, hps.vocab_size))
   checkpoint.step.assign(STEP)
   tf.train.CheckpointManager(checkpoint, str(directory), max_to_keep=1,
                              checkpoint_name=checkpoints.CHECKPOINT_NAME).save(STEP)
@@ -125,26 +117,26 @@ def _autograph_files(directory):
 
 
 @pytest.fixture(scope="module")
-def stopped(corpus, train_dir, tmp_path_factory):
+def stopped(demo_corpus, train_dir, tmp_path_factory):
   """Every case of this module's stop tests, run side by side (each is mostly TensorFlow's
   import, then waiting)."""
+  vocab = f"--vocab_path={demo_corpus['vocab']}"
   cases = {}
   for signame in SIGNALS:
     for moment, (pause, signal_at, _) in EVAL_MOMENTS.items():
       cases[f"eval-{moment}-{signame}"] = (
           None if moment == "waiting" else train_dir,
-          ["--mode=eval", f"--data_path={corpus['val']}", f"--vocab_path={corpus['vocab']}",
-           "--eval_poll_secs=0.5"], pause, signal_at, 1, signame)
+          ["--mode=eval", f"--data_path={demo_corpus['val']}", vocab, "--eval_poll_secs=0.5"],
+          pause, signal_at, 1, signame)
     # Random validation examples forever; stopped after the second.
     cases[f"decode-continuous-{signame}"] = (
-        train_dir, ["--mode=decode", f"--data_path={corpus['val']}",
-                    f"--vocab_path={corpus['vocab']}"], None, "GENERATED SUMMARY", 2, signame)
+        train_dir, ["--mode=decode", f"--data_path={demo_corpus['val']}", vocab], None,
+        "GENERATED SUMMARY", 2, signame)
   # The 2000 training articles one at a time; stopped after the third. One signal: the code
   # path is the same for both, and each case costs a TensorFlow import and a compile.
   cases["decode-single_pass-SIGINT"] = (
-      train_dir, ["--mode=decode", "--single_pass", f"--data_path={corpus['train']}",
-                  f"--vocab_path={corpus['vocab']}", "--batch_size=1"], None, "Decoded 3/", 1,
-      "SIGINT")
+      train_dir, ["--mode=decode", "--single_pass", f"--data_path={demo_corpus['train']}", vocab,
+                  "--batch_size=1"], None, "Decoded 3/", 1, "SIGINT")
   with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
     futures = {name: pool.submit(_stop, tmp_path_factory.mktemp(name), *case)
                for name, case in cases.items()}
@@ -164,6 +156,7 @@ def _assert_clean_stop(result, signame):
   assert result["autograph_after"] == []
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("signame", SIGNALS)
 @pytest.mark.parametrize("moment", list(EVAL_MOMENTS))
 def test_eval_stops_cleanly_at_every_moment(stopped, moment, signame):
@@ -180,6 +173,7 @@ def test_eval_stops_cleanly_at_every_moment(stopped, moment, signame):
   assert listed == [f"bestmodel-{STEP}"] * best
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("signame", SIGNALS)
 def test_continuous_decode_stops_cleanly(stopped, signame):
   result = stopped[f"decode-continuous-{signame}"]
@@ -192,6 +186,7 @@ def test_continuous_decode_stops_cleanly(stopped, signame):
     assert len(record["attn_dists"]) == len(record["decoded_lst"])
 
 
+@pytest.mark.soak
 def test_single_pass_decode_stops_cleanly(stopped):
   result = stopped["decode-single_pass-SIGINT"]
   _assert_clean_stop(result, "SIGINT")

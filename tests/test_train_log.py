@@ -8,11 +8,12 @@ import tensorflow as tf
 
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import demo_data
 from pointer_gen import tensorboard_log
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+
+from helpers import tiny_hparams
 
 LINE = re.compile(r"step (\d+): loss ([\d.]+), coverage loss ([\d.]+), p_gen ([\d.]+), "
                   r"global norm ([\d.]+)(?: \(means of (\d+) steps\))?; ([\d.]+) steps/s"
@@ -21,16 +22,8 @@ LINE = re.compile(r"step (\d+): loss ([\d.]+), coverage loss ([\d.]+), p_gen ([\
 DIGITS = {"loss": 4, "coverage_loss": 4, "p_gen_mean": 3, "global_norm": 3}
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-  return demo_data.ensure_demo_corpus(str(tmp_path_factory.mktemp("demo") / "demo_data"))
-
-
-def _hps(corpus, tmp_path, **changes):
-  return config.HParams(
-      data_path=corpus["train"], vocab_path=corpus["vocab"], log_root=str(tmp_path),
-      exp_name="run", vocab_size=519, hidden_dim=8, emb_dim=8, batch_size=4, max_enc_steps=40,
-      max_dec_steps=10, seed=1, coverage=True, checkpoint_secs=1000, **changes)
+def _hps(demo_corpus, tmp_path, **changes):
+  return tiny_hparams(demo_corpus, tmp_path, coverage=True, checkpoint_secs=1000, **changes)
 
 
 def _train(hps, caplog, dataset=None):
@@ -56,8 +49,8 @@ def _check_means(lines, history, windows):
 
 
 @pytest.mark.parametrize("every", [3, 1])
-def test_one_line_every_n_steps_with_the_means_and_an_eta(corpus, tmp_path, caplog, every):
-  hps = _hps(corpus, tmp_path, num_train_steps=7, log_every_n_steps=every)
+def test_one_line_every_n_steps_with_the_means_and_an_eta(demo_corpus, tmp_path, caplog, every):
+  hps = _hps(demo_corpus, tmp_path, num_train_steps=7, log_every_n_steps=every)
   history, lines = _train(hps, caplog)
   assert [row["step"] for row in history] == list(range(1, 8))
   # Steps 3 and 6, then the last step on its own; or every step.
@@ -79,10 +72,10 @@ def test_one_line_every_n_steps_with_the_means_and_an_eta(corpus, tmp_path, capl
 
 
 def test_without_num_train_steps_no_eta_and_the_last_steps_are_logged_when_the_data_ends(
-    corpus, tmp_path, caplog):
-  hps = _hps(corpus, tmp_path, log_every_n_steps=3)
+    demo_corpus, tmp_path, caplog):
+  hps = _hps(demo_corpus, tmp_path, log_every_n_steps=3)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-  source = data.RecordSource(corpus["val"], single_pass=True)
+  source = data.RecordSource(demo_corpus["val"], single_pass=True)
   batches = data.make_dataset(source, vocab.lookup_table(), len(vocab),
                               hps.replace(single_pass=True))
   dataset = batches.map(lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string})

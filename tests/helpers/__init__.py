@@ -13,6 +13,11 @@ import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
+# The tiny model and run of the tests that train on the demo corpus: a run directory
+# <log_root>/run, a step in tens of milliseconds.
+TINY_RUN = {"exp_name": "run", "vocab_size": 519, "hidden_dim": 8, "emb_dim": 8, "batch_size": 4,
+            "max_enc_steps": 40, "max_dec_steps": 10, "seed": 1}
+
 
 # absl's Python log line: severity, date, time, thread id, then the source file's base name.
 _ABSL_LINE = re.compile(r"^([DIWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^:\]]+):\d+\]")
@@ -46,6 +51,14 @@ def load_tool(name):
 def run_main(capsys, *args):
   """(exit code, stdout, stderr) of `python -m pointer_gen.run *args`, run in this process:
   a subprocess would spend seconds importing TensorFlow."""
+  code = run_entry_point(*args)
+  out, err = capsys.readouterr()
+  return code, out, err
+
+
+def run_entry_point(*args):
+  """The exit code of `python -m pointer_gen.run *args`, run in this process (run_main), its
+  output left to pytest's capture."""
   from absl import flags  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from pointer_gen import run  # pylint: disable=g-import-not-at-top
@@ -61,8 +74,20 @@ def run_main(capsys, *args):
   finally:
     flags.FLAGS.unparse_flags()
     tf.config.optimizer.set_experimental_options(options)
-  out, err = capsys.readouterr()
-  return code, out, err
+  return code
+
+
+def tiny_hparams(corpus, log_root, **changes):
+  """The HParams of a TINY_RUN (with `changes`) training on the demo corpus `corpus` (as
+  demo_data.ensure_demo_corpus returns it) in `log_root`."""
+  from pointer_gen import config  # pylint: disable=g-import-not-at-top
+  return config.HParams(**{"data_path": corpus["train"], "vocab_path": corpus["vocab"],
+                           "log_root": str(log_root), **TINY_RUN, **changes})
+
+
+def tiny_flags(**changes):
+  """The command-line flags of a TINY_RUN, with `changes`."""
+  return [f"--{name}={value}" for name, value in {**TINY_RUN, **changes}.items()]
 
 
 def settle(*args):
