@@ -4,9 +4,11 @@ an interrupted decode, and a short SIGKILL soak of training beside a concurrent 
 Train, eval and decode run the entry point with a tiny model on the demo corpus: in this
 process where nothing but its output is checked, as `python -m pointer_gen.run` subprocesses
 where the process itself matters (killed, its files capped) or where two runs from the same
-checkpoint and seed must repeat bit for bit (each op on one thread).
+checkpoint and seed must repeat bit for bit. Those processes run each op on one thread, and
+those that the test only waits for start together when the module starts (`background`).
 """
 
+import concurrent.futures
 import glob
 import os
 import re
@@ -82,83 +84,50 @@ def _copy_run(run_dir, tmp_path):
   return tmp_path / "run" / "train"
 
 
-# ------------------------------------------------------------------------------ NaN and Inf
+# -------------------------------------- runs that only wait on their processes, started first
 
 
-def test_nonfinite_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(
-    demo_corpus, tiny_run, tmp_path):
-  train_dir = _copy_run(tiny_run, tmp_path)
-  code, _, err = _run(demo_corpus, tmp_path, "--num_train_steps=20", "--checkpoint_secs=1",
-                      "--inject_nonfinite_at_step=8", "--log_every_n_steps=1")
-  assert code == 1
-  assert "Traceback" not in err
-  assert re.search(r"^error: Non-finite loss or gradient at step 8 .*the update was NOT "
-                   r"applied; the newest checkpoint in \S+ is the last good one", err, re.M), err
-  assert _steps_logged(err) == [5, 6, 7]
-  # Nothing at or past the bad step was saved, and the newest checkpoint is a good one: the
-  # same weights and optimizer state as a clean run from the same start to the same step.
-  newest = tf.train.latest_checkpoint(train_dir)
-  last_good = int(newest.rsplit("-", 1)[1])
-  # The first step after the resume is traced, which takes longer than the 1 s interval: the
-  # run saves it, so the run itself wrote the checkpoint that must be good.
-  assert max(_checkpoint_steps(train_dir)) == last_good and 5 <= last_good <= 7
-  saved = _weights(newest)
-  assert saved["step/.ATTRIBUTES/VARIABLE_VALUE"] == last_good
-  assert all(np.isfinite(v).all() for v in saved.values() if v.dtype.kind == "f")
-  replay_dir = _copy_run(tiny_run, tmp_path / "replay")
-  code, _, err = _run(demo_corpus, tmp_path / "replay", f"--num_train_steps={last_good}",
+def _nonfinite_runs(corpus, run_dir, root):
+  """In root/run, a run resumed from model.ckpt-4 that meets a non-finite loss at step 8; in
+  root/replay/run, a clean run from the same start to the newest checkpoint that one left. Their
+  (exit code, stdout, stderr)."""
+  train_dir = _copy_run(run_dir, root)
+  result = _run(corpus, root, "--num_train_steps=20", "--checkpoint_secs=1",
+                "--inject_nonfinite_at_step=8", "--log_every_n_steps=1")
+  newest = tf.train.latest_checkpoint(train_dir) or "-0"
+  _copy_run(run_dir, root / "replay")
+  return result, _run(corpus, root / "replay", f"--num_train_steps={newest.rsplit('-', 1)[1]}",
                       "--checkpoint_secs=1000")
-  assert code == 0, err
-  replayed = _weights(os.path.join(replay_dir, f"model.ckpt-{last_good}"))
-  assert saved.keys() == replayed.keys()
-  for name, value in saved.items():
-    np.testing.assert_array_equal(value, replayed[name], err_msg=name)
 
 
-def test_skip_nonfinite_batches_continues_counts_and_logs(demo_corpus, tmp_path, capsys, caplog):
-  # Before the hook fired only once, the skipped step never advanced and every later batch was
-  # poisoned again: this run never ended.
-  code, out, err = _run_here(capsys, caplog, demo_corpus, tmp_path, "--num_train_steps=6",
-                             "--checkpoint_secs=1000", "--skip_nonfinite_batches",
-                             "--inject_nonfinite_at_step=3")
-  assert code == 0, err
-  assert "Traceback" not in err
-  assert re.search(r"Non-finite loss or gradient at step 3 \(loss nan, .*the update was NOT "
-                   r"applied; batch skipped \(1 so far, --skip_nonfinite_batches\)", err), err
-  # One line at the end (the default logs every 100 steps), of the 6 steps trained: the
-  # skipped batch, which did not advance the step, is not among them.
-  assert _steps_logged(err) == [6]
-  assert re.search(r"(?:^|\] )step 6: .*\(means of 6 steps\); ", err, re.M), err
-  assert _checkpoint_steps(tmp_path / "run" / "train") == [6]
-  assert "Trained steps 1-6" in out
+def _capped_run(corpus, run_dir, root, limit, *args):
+  """In root/run, a run resumed from model.ckpt-4 whose files are capped at `limit` bytes: its
+  (exit code, stdout, stderr)."""
+  _copy_run(run_dir, root)
+  return _run(corpus, root, *args, preexec_fn=_file_size_limit(limit))
 
 
-def test_a_skipped_batch_leaves_weights_and_optimizer_state_untouched(demo_corpus, tmp_path):
-  hps = tiny_hparams(demo_corpus, tmp_path, skip_nonfinite_batches=True,
-                     inject_nonfinite_at_step=2)
-  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-  trainer = train.Trainer(hps, vocab)
-  step_fn = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, len(vocab))
-  batches = iter(trainer.dataset())
-
-  def state():
-    # The optimizer's step counter counts calls, skipped ones included; all else must hold.
-    variables = trainer.model.variables + [v for v in trainer.optimizer.variables
-                                           if "iteration" not in v.path]
-    return [v.numpy().copy() for v in variables]
-
-  assert bool(step_fn(batches)["finite"]) and int(trainer.step.numpy()) == 1
-  before = state()
-  report = step_fn(batches)
-  assert not bool(report["finite"]) and np.isnan(report["total_loss"])
-  assert int(trainer.step.numpy()) == 1
-  for a, b in zip(before, state()):
-    np.testing.assert_array_equal(a, b)
-  assert bool(step_fn(batches)["finite"]) and int(trainer.step.numpy()) == 2
-  assert any(not np.array_equal(a, b) for a, b in zip(before, state()))
-
-
-# ------------------------------------------------------------- full disk, unwritable directory
+@pytest.fixture(scope="module", autouse=True)
+def background(request, demo_corpus, tiny_run, tmp_path_factory):
+  """The subprocess runs of the selected tests below that do nothing but wait for them, started
+  on two threads when the module starts, while its other tests run here: {name: (the root
+  directory of its runs, their result's future)}."""
+  runs = {
+      "nonfinite": (test_nonfinite_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint,
+                    _nonfinite_runs, ()),
+      # The tiny model's checkpoint is ~100 KB; a few steps of summaries stay far below the cap.
+      "disk_full_saving": (
+          test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoint,
+          _capped_run, (50_000, "--num_train_steps=6", "--checkpoint_secs=1000")),
+      "disk_full_summaries": (
+          test_disk_full_while_writing_summaries_is_a_clear_error, _capped_run,
+          (12_000, "--num_train_steps=100000", "--checkpoint_secs=100000")),
+  }
+  selected = {item.function for item in request.session.items if item.module is request.module}
+  with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+    yield {name: (root, pool.submit(run, demo_corpus, tiny_run, root, *args))
+           for name, (test, run, args) in runs.items() if test in selected
+           for root in [tmp_path_factory.mktemp(name)]}
 
 
 def _file_size_limit(limit):
@@ -171,73 +140,6 @@ def _file_size_limit(limit):
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
   return apply
-
-
-def _files(prefix):
-  return {p: open(p, "rb").read() for p in sorted(glob.glob(prefix + ".*"))}
-
-
-def test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoint(
-    demo_corpus, tiny_run, tmp_path, capsys, caplog):
-  train_dir = _copy_run(tiny_run, tmp_path)
-  previous = os.path.join(train_dir, "model.ckpt-4")
-  before = _files(previous)
-  # The tiny model's checkpoint is ~100 KB; a few steps of summaries stay far below the cap.
-  code, _, err = _run(demo_corpus, tmp_path, "--num_train_steps=6", "--checkpoint_secs=1000",
-                      preexec_fn=_file_size_limit(50_000))
-  assert code == 1
-  assert "Traceback" not in err
-  assert re.search(rf"^error: \S+: could not write the checkpoint of step 6; the newest complete "
-                   rf"checkpoint is still {re.escape(previous)} \(.*File too large", err, re.M), err
-  assert tf.train.latest_checkpoint(train_dir) == previous
-  assert _files(previous) == before
-  assert _weights(previous)["step/.ATTRIBUTES/VARIABLE_VALUE"] == 4
-  # With space again, training resumes from it and clears what the failed save left.
-  code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path, "--num_train_steps=5",
-                           "--checkpoint_secs=1000")
-  assert code == 0, err
-  assert f"Restored {previous} (step 4)" in err
-  assert "model.ckpt-6_temp, left by a save that was cut off" in err
-  assert not glob.glob(os.path.join(train_dir, "*_temp"))
-  assert _checkpoint_steps(train_dir) == [4, 5]
-
-
-def test_disk_full_while_writing_summaries_is_a_clear_error(demo_corpus, tiny_run, tmp_path):
-  train_dir = _copy_run(tiny_run, tmp_path)
-  before = _files(os.path.join(train_dir, "model.ckpt-4"))
-  code, _, err = _run(demo_corpus, tmp_path, "--num_train_steps=100000",
-                      "--checkpoint_secs=100000", preexec_fn=_file_size_limit(12_000))
-  assert code == 1
-  assert "Traceback" not in err
-  assert re.search(r"^error: \S+/train: could not write TensorBoard summaries \(.*events\.out\."
-                   r"tfevents\..*File too large", err, re.M), err
-  assert _files(os.path.join(train_dir, "model.ckpt-4")) == before
-
-
-def test_output_directory_that_cannot_be_created_is_a_clear_error(demo_corpus, tmp_path, capsys,
-                                                                  caplog):
-  # Tests run as root, which chmod does not stop; a regular file where a directory must go
-  # stops everyone.
-  (tmp_path / "a_file").write_text("not a directory")
-  code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path / "a_file" / "logs",
-                           "--num_train_steps=2")
-  assert code == 1
-  assert "Traceback" not in err
-  # The run directory is the first one a trainer makes (for its lock and run_config.json).
-  assert re.search(r"^error: cannot create the output directory \S+a_file/logs/run "
-                   r"\(check --log_root\): Not a directory$", err, re.M), err
-
-
-def test_eval_directory_that_cannot_be_created_is_a_clear_error(demo_corpus, tiny_run, tmp_path,
-                                                                capsys, caplog):
-  _copy_run(tiny_run, tmp_path)
-  (tmp_path / "run" / "eval").write_text("a file where eval/ must go")
-  code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path, "--mode=eval",
-                           "--eval_max_checkpoints=1", split="val")
-  assert code == 1
-  assert "Traceback" not in err
-  assert re.search(r"^error: cannot create the output directory \S+/run/eval "
-                   r"\(check --log_root\): File exists$", err, re.M), err
 
 
 # ----------------------------------------------------------------- interrupted decode resumes
@@ -335,6 +237,151 @@ def test_decode_dying_between_its_writes_resumes_to_the_same_files(
   monkeypatch.setattr(files, "write_text_atomic", write)
   decode.run(hps, vocab)
   assert _decode_files(_decode_dir(tmp_path / "run")) == reference
+
+
+# --------------------------------------------------------------------- unwritable directories
+
+
+def test_output_directory_that_cannot_be_created_is_a_clear_error(demo_corpus, tmp_path, capsys,
+                                                                  caplog):
+  # Tests run as root, which chmod does not stop; a regular file where a directory must go
+  # stops everyone.
+  (tmp_path / "a_file").write_text("not a directory")
+  code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path / "a_file" / "logs",
+                           "--num_train_steps=2")
+  assert code == 1
+  assert "Traceback" not in err
+  # The run directory is the first one a trainer makes (for its lock and run_config.json).
+  assert re.search(r"^error: cannot create the output directory \S+a_file/logs/run "
+                   r"\(check --log_root\): Not a directory$", err, re.M), err
+
+
+def test_eval_directory_that_cannot_be_created_is_a_clear_error(demo_corpus, tiny_run, tmp_path,
+                                                                capsys, caplog):
+  _copy_run(tiny_run, tmp_path)
+  (tmp_path / "run" / "eval").write_text("a file where eval/ must go")
+  code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path, "--mode=eval",
+                           "--eval_max_checkpoints=1", split="val")
+  assert code == 1
+  assert "Traceback" not in err
+  assert re.search(r"^error: cannot create the output directory \S+/run/eval "
+                   r"\(check --log_root\): File exists$", err, re.M), err
+
+
+# -------------------------------------------------------------------------------- NaN and Inf
+
+
+def test_skip_nonfinite_batches_continues_counts_and_logs(demo_corpus, tmp_path, capsys, caplog):
+  # Before the hook fired only once, the skipped step never advanced and every later batch was
+  # poisoned again: this run never ended.
+  code, out, err = _run_here(capsys, caplog, demo_corpus, tmp_path, "--num_train_steps=6",
+                             "--checkpoint_secs=1000", "--skip_nonfinite_batches",
+                             "--inject_nonfinite_at_step=3")
+  assert code == 0, err
+  assert "Traceback" not in err
+  assert re.search(r"Non-finite loss or gradient at step 3 \(loss nan, .*the update was NOT "
+                   r"applied; batch skipped \(1 so far, --skip_nonfinite_batches\)", err), err
+  # One line at the end (the default logs every 100 steps), of the 6 steps trained: the
+  # skipped batch, which did not advance the step, is not among them.
+  assert _steps_logged(err) == [6]
+  assert re.search(r"(?:^|\] )step 6: .*\(means of 6 steps\); ", err, re.M), err
+  assert _checkpoint_steps(tmp_path / "run" / "train") == [6]
+  assert "Trained steps 1-6" in out
+
+
+def test_a_skipped_batch_leaves_weights_and_optimizer_state_untouched(demo_corpus, tmp_path):
+  hps = tiny_hparams(demo_corpus, tmp_path, skip_nonfinite_batches=True,
+                     inject_nonfinite_at_step=2)
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  trainer = train.Trainer(hps, vocab)
+  step_fn = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, len(vocab))
+  batches = iter(trainer.dataset())
+
+  def state():
+    # The optimizer's step counter counts calls, skipped ones included; all else must hold.
+    variables = trainer.model.variables + [v for v in trainer.optimizer.variables
+                                           if "iteration" not in v.path]
+    return [v.numpy().copy() for v in variables]
+
+  assert bool(step_fn(batches)["finite"]) and int(trainer.step.numpy()) == 1
+  before = state()
+  report = step_fn(batches)
+  assert not bool(report["finite"]) and np.isnan(report["total_loss"])
+  assert int(trainer.step.numpy()) == 1
+  for a, b in zip(before, state()):
+    np.testing.assert_array_equal(a, b)
+  assert bool(step_fn(batches)["finite"]) and int(trainer.step.numpy()) == 2
+  assert any(not np.array_equal(a, b) for a, b in zip(before, state()))
+
+
+def test_nonfinite_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(background):
+  root, runs = background["nonfinite"]
+  (code, _, err), replay = runs.result()
+  train_dir = root / "run" / "train"
+  assert code == 1
+  assert "Traceback" not in err
+  assert re.search(r"^error: Non-finite loss or gradient at step 8 .*the update was NOT "
+                   r"applied; the newest checkpoint in \S+ is the last good one", err, re.M), err
+  assert _steps_logged(err) == [5, 6, 7]
+  # Nothing at or past the bad step was saved, and the newest checkpoint is a good one: the
+  # same weights and optimizer state as a clean run from the same start to the same step.
+  newest = tf.train.latest_checkpoint(train_dir)
+  last_good = int(newest.rsplit("-", 1)[1])
+  # The first step after the resume is traced, which takes longer than the 1 s interval: the
+  # run saves it, so the run itself wrote the checkpoint that must be good.
+  assert max(_checkpoint_steps(train_dir)) == last_good and 5 <= last_good <= 7
+  saved = _weights(newest)
+  assert saved["step/.ATTRIBUTES/VARIABLE_VALUE"] == last_good
+  assert all(np.isfinite(v).all() for v in saved.values() if v.dtype.kind == "f")
+  code, _, err = replay
+  assert code == 0, err
+  replayed = _weights(str(root / "replay" / "run" / "train" / f"model.ckpt-{last_good}"))
+  assert saved.keys() == replayed.keys()
+  for name, value in saved.items():
+    np.testing.assert_array_equal(value, replayed[name], err_msg=name)
+
+
+# ---------------------------------------------------------------------------------- full disk
+
+
+def _files(prefix):
+  """The bytes of a checkpoint's files, by name."""
+  return {os.path.basename(p): open(p, "rb").read() for p in sorted(glob.glob(prefix + ".*"))}
+
+
+def test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoint(
+    background, demo_corpus, tiny_run, capsys, caplog):
+  root, run = background["disk_full_saving"]
+  code, _, err = run.result()
+  train_dir = root / "run" / "train"
+  previous = os.path.join(train_dir, "model.ckpt-4")
+  assert code == 1
+  assert "Traceback" not in err
+  assert re.search(rf"^error: \S+: could not write the checkpoint of step 6; the newest complete "
+                   rf"checkpoint is still {re.escape(previous)} \(.*File too large", err, re.M), err
+  assert tf.train.latest_checkpoint(train_dir) == previous
+  assert _files(previous) == _files(os.path.join(tiny_run, "train", "model.ckpt-4"))
+  assert _weights(previous)["step/.ATTRIBUTES/VARIABLE_VALUE"] == 4
+  # With space again, training resumes from it and clears what the failed save left.
+  code, _, err = _run_here(capsys, caplog, demo_corpus, root, "--num_train_steps=5",
+                           "--checkpoint_secs=1000")
+  assert code == 0, err
+  assert f"Restored {previous} (step 4)" in err
+  assert "model.ckpt-6_temp, left by a save that was cut off" in err
+  assert not glob.glob(os.path.join(train_dir, "*_temp"))
+  assert _checkpoint_steps(train_dir) == [4, 5]
+
+
+def test_disk_full_while_writing_summaries_is_a_clear_error(background, tiny_run):
+  root, run = background["disk_full_summaries"]
+  code, _, err = run.result()
+  train_dir = root / "run" / "train"
+  assert code == 1
+  assert "Traceback" not in err
+  assert re.search(r"^error: \S+/train: could not write TensorBoard summaries \(.*events\.out\."
+                   r"tfevents\..*File too large", err, re.M), err
+  assert _files(os.path.join(train_dir, "model.ckpt-4")) == _files(
+      os.path.join(tiny_run, "train", "model.ckpt-4"))
 
 
 # --------------------------------------------------------------------------------- short soak
