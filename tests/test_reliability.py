@@ -9,6 +9,7 @@ those that the test only waits for start together when the module starts (`backg
 """
 
 import concurrent.futures
+import contextlib
 import glob
 import os
 import re
@@ -31,7 +32,7 @@ from pointer_gen import vocab as vocab_lib
 
 from helpers import load_tool, run_entry_point, run_main, tiny_flags, tiny_hparams
 
-# Enough examples that a decode killed after its fifth is still running.
+# More examples than the five a decode is killed after.
 DECODE_EXAMPLES = 12
 DECODE = ("--mode=decode", "--single_pass", "--beam_size=2", "--min_dec_steps=2",
           "--max_dec_steps=8", "--batch_size=1", f"--max_decode_examples={DECODE_EXAMPLES}")
@@ -172,6 +173,19 @@ def _same_metrics(a, b):
   return strip(a) == strip(b)
 
 
+def _complete(decoded):
+  """How many decoded files are complete (a temporary file of a write under way is not)."""
+  return len([n for n in os.listdir(decoded) if n.endswith("_decoded.txt")])
+
+
+def _wait_for(found, process, what):
+  """Polls until `found()`; fails if `process` ends first or the time runs out."""
+  deadline = time.time() + TIMEOUT_SECS
+  while not found():
+    assert process.poll() is None and time.time() < deadline, f"no {what}"
+    time.sleep(0.01)
+
+
 def test_decode_killed_mid_run_resumes_to_the_same_files(demo_corpus, tiny_run, decode_reference,
                                                         tmp_path, capsys, caplog):
   reference, reference_metrics = decode_reference
@@ -179,27 +193,34 @@ def test_decode_killed_mid_run_resumes_to_the_same_files(demo_corpus, tiny_run, 
   proc = subprocess.Popen(
       [sys.executable, "-m", "pointer_gen.run", *_args(demo_corpus, tmp_path, "val", DECODE)],
       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **ONE_THREAD})
-  decoded = tmp_path / "run" / _decode_dir_name(demo_corpus) / "decoded"
-  deadline = time.time() + TIMEOUT_SECS
-  # Five complete examples (a temporary file of a write under way does not count).
-  while time.time() < deadline and len([n for n in (os.listdir(decoded) if decoded.is_dir()
-                                                    else []) if n.endswith("_decoded.txt")]) < 5:
-    time.sleep(0.01)
-  # Then killed inside a file write: its temporary file lives for about a millisecond, so
-  # look without sleeping.
-  while (time.time() < deadline and proc.poll() is None
-         and not any(".tmp-" in n for n in os.listdir(decoded))):
-    pass
+  directory = tmp_path / "run" / _decode_dir_name(demo_corpus)
+  decoded = directory / "decoded"
+  # Killed inside the write of a decoded file, the sixth or a later one, whenever the kill
+  # comes: each such write opens its temporary file `<name>.tmp-<pid>`, made a named pipe here,
+  # which blocks until a reader opens it (none does). The pipes are made once the decode has
+  # deleted what an earlier run left (it writes per_example.jsonl next), seconds before it
+  # decodes its first example; one it is already writing stays a file.
+  _wait_for((directory / "per_example.jsonl").exists, proc, "per_example.jsonl")
+  for index in range(5, DECODE_EXAMPLES):
+    with contextlib.suppress(FileExistsError):
+      os.mkfifo(decoded / f"{index:06d}_decoded.txt{files.TEMPORARY_MARK}{proc.pid}")
+
+  def held():
+    """Held for good: the reference of the next example is written, from the sixth on."""
+    done = _complete(decoded)
+    return done >= 5 and (directory / "reference" / f"{done:06d}_reference.txt").exists()
+
+  _wait_for(held, proc, "decode held inside a write")
   proc.send_signal(signal.SIGKILL)
   proc.wait()
-  done = len([n for n in os.listdir(decoded) if n.endswith("_decoded.txt")])
+  done = _complete(decoded)
   assert 5 <= done < DECODE_EXAMPLES, done
-  assert not (decoded.parent / "metrics.json").exists()
+  assert not (directory / "metrics.json").exists()
   code, _, err = _run_here(capsys, caplog, demo_corpus, tmp_path, *DECODE, split="val")
   assert code == 0, err
   assert re.search(r"Resuming the decode in \S+ after \d+ examples", err)
-  assert _decode_files(decoded.parent) == reference
-  assert _same_metrics(open(decoded.parent / "metrics.json").read(), reference_metrics)
+  assert _decode_files(directory) == reference
+  assert _same_metrics(open(directory / "metrics.json").read(), reference_metrics)
 
 
 def _decode_dir_name(corpus):
