@@ -103,24 +103,20 @@ def _xla_calls_by_hand(space):
   """(name, seconds) of each asynchronous op's start event that spans an XLA execution on its
   thread: a plain scan over every pair of events, where the tool bisects."""
   calls = []
-  for plane in space.planes:
-    if plane.name != "/host:CPU":
-      continue
-    names = {key: meta.name for key, meta in plane.event_metadata.items()}
-    stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-    for line in plane.lines:
-      if not line.name.startswith("tf_Compute"):
-        continue
-      for start in line.events:
-        if names[start.metadata_id] != "ExecutorState::ProcessAsync::Start":
-          continue
-        end = start.offset_ps + start.duration_ps
-        if any(names[e.metadata_id] == "CpuExecutable::ExecuteAsyncOnStream"
-               and start.offset_ps <= e.offset_ps < end for e in line.events):
-          stats = {stat_names[s.metadata_id]: s for s in start.stats}
-          name = stats["name"]
-          calls.append((stat_names[name.ref_value] if name.HasField("ref_value")
-                        else name.str_value, start.duration_ps / 1e12))
+  threads = [(plane, line) for plane in space.planes for line in plane.lines
+             if plane.name == "/host:CPU" and line.name.startswith("tf_Compute")]
+  for plane, line in threads:
+    named = [(plane.event_metadata[event.metadata_id].name, event) for event in line.events]
+    executions = [event.offset_ps for name, event in named
+                  if name == "CpuExecutable::ExecuteAsyncOnStream"]
+    for event_name, start in named:
+      end = start.offset_ps + start.duration_ps
+      if (event_name == "ExecutorState::ProcessAsync::Start"
+          and any(start.offset_ps <= t < end for t in executions)):
+        (name,) = [stat for stat in start.stats
+                   if plane.stat_metadata[stat.metadata_id].name == "name"]
+        calls.append((plane.stat_metadata[name.ref_value].name if name.HasField("ref_value")
+                      else name.str_value, start.duration_ps / 1e12))
   return sorted(calls)
 
 
