@@ -11,9 +11,6 @@ intervals come from a seeded bootstrap rather than ROUGE-1.5.5's own resampling.
 import collections
 
 import numpy as np
-from rouge_score import rouge_scorer
-from rouge_score import scoring
-from rouge_score import tokenizers
 
 TOKENIZERS = ("default", "whitespace")
 
@@ -24,7 +21,12 @@ _ROUGE_TYPES = {"rouge_1": "rouge1", "rouge_2": "rouge2", "rouge_l": "rougeLsum"
 _MEASURES = {"f_score": "fmeasure", "recall": "recall", "precision": "precision"}
 
 
-class _WhitespaceTokenizer(tokenizers.Tokenizer):
+# rouge-score is imported where ROUGE is computed, not with this module: it brings nltk, which
+# every training and eval process would otherwise load for nothing (the entry point imports
+# decode, and decode this module). Its scorer only calls a tokenizer's `tokenize`.
+
+
+class _WhitespaceTokenizer:
   """Lower-cases and splits on whitespace only.
 
   rouge-score's default tokenizer replaces every character outside [a-z0-9] by a space, which
@@ -37,6 +39,7 @@ class _WhitespaceTokenizer(tokenizers.Tokenizer):
 
 
 def _scorer(tokenizer):
+  from rouge_score import rouge_scorer  # pylint: disable=g-import-not-at-top
   if tokenizer not in TOKENIZERS:
     raise ValueError(f"tokenizer={tokenizer!r}: expected one of {', '.join(TOKENIZERS)}")
   custom = _WhitespaceTokenizer() if tokenizer == "whitespace" else None
@@ -66,6 +69,7 @@ def rouge(decoded, references, tokenizer="default", confidence=0.95, n_samples=1
     raise ValueError(f"{len(decoded)} decoded summaries but {len(references)} references")
   if not decoded:
     raise ValueError("no summaries to score")
+  from rouge_score import scoring  # pylint: disable=g-import-not-at-top
   scorer = _scorer(tokenizer)
   aggregator = scoring.BootstrapAggregator(confidence_interval=confidence, n_samples=n_samples)
   per_example = {key: [] for key in _ROUGE_TYPES}
