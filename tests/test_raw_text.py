@@ -213,7 +213,8 @@ def test_a_new_run_on_raw_jsonl_contradicting_its_statement_is_an_error(prepared
 
 
 def test_training_on_the_bin_with_ptb_is_refused(prepared, tmp_path):
-  """ptb on its own output is not the same tokens (`-lrb-` -> `- lrb -`): the issue's dead end."""
+  """ptb on its own output is not the same tokens (`-lrb-` -> `- lrb -`): tokenising the .bin
+  files again would train on other tokens than the raw text's."""
   out = prepared["out"]
   with pytest.raises(DataError) as raised:
     settle("--mode=train", f"--log_root={tmp_path}", "--exp_name=new",
