@@ -3,7 +3,6 @@
 import os
 
 
-
 class DataError(ValueError):
   """A data, vocab or flag value that cannot be used, with the place it came from."""
 
@@ -21,3 +20,9 @@ def make_output_dir(directory):
   except OSError as e:
     raise OutputError(f"cannot create the output directory {directory} (check --log_root): "
                       f"{e.strerror}") from e
+
+
+def flag_text(value):
+  """A flag value as a message shows it, the way it is written on the command line: booleans
+  as true/false."""
+  return str(value).lower() if isinstance(value, bool) else str(value)

@@ -18,6 +18,7 @@ from pointer_gen import records
 from pointer_gen import run_record
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.errors import flag_text
 
 STATEMENT = "--raw_tokenizer and --raw_lowercase"
 # For the data and checkpoints that carry no record.
@@ -35,7 +36,7 @@ def settle(hps, given, recorded=None):
   if "raw_tokenizer" in given:
     known.append(((hps.raw_tokenizer, bool(hps.raw_lowercase)), f"given as {STATEMENT}"))
   elif "raw_lowercase" in given:
-    raise DataError(f"--raw_lowercase={_text(hps.raw_lowercase)} without --raw_tokenizer: "
+    raise DataError(f"--raw_lowercase={flag_text(hps.raw_lowercase)} without --raw_tokenizer: "
                     "state how raw text became the data's tokens with both")
   if recorded and recorded.get("raw_tokenizer") is not None:
     known.append(((recorded["raw_tokenizer"], recorded["raw_lowercase"]),
@@ -44,7 +45,7 @@ def settle(hps, given, recorded=None):
   if sidecar and sidecar.get("raw_tokenizer") is not None:
     known.append(((sidecar["raw_tokenizer"], sidecar["raw_lowercase"]),
                   f"recorded in {vocab_lib.tokenization_path(hps.vocab_path)}"))
-  flags = f"--tokenizer={hps.tokenizer} --lowercase={_text(hps.lowercase)}"
+  flags = f"--tokenizer={hps.tokenizer} --lowercase={flag_text(hps.lowercase)}"
   if hps.tokenizer != "whitespace":
     known.append(((hps.tokenizer, hps.lowercase), f"{flags}, which read raw text"))
   elif not known and hps.mode == "train" and set(_formats(hps)) == {"jsonl"}:
@@ -81,7 +82,7 @@ def required(hps, needed_by):
   raise DataError(
       f"{needed_by} needs to know how raw text became this model's tokens, and nothing says it: "
       f"the run reads its data with --tokenizer={hps.tokenizer} --lowercase="
-      f"{_text(hps.lowercase)} (pre-tokenised text, such as the original's .bin files), and "
+      f"{flag_text(hps.lowercase)} (pre-tokenised text, such as the original's .bin files), and "
       f"neither {run_record.path_in(hps.run_dir)} nor the vocab's "
       f"{vocab_lib.tokenization_path(hps.vocab_path)} records how that text was tokenised. "
       f"State it once with {STATEMENT} (then recorded in run_config.json): {PAPER} for "
@@ -123,13 +124,13 @@ def check_data(hps):
   if ("bin" in formats and sidecar and files != (sidecar["tokenizer"], sidecar["lowercase"])
       and files == (sidecar.get("raw_tokenizer"), sidecar.get("raw_lowercase"))):
     raise DataError(
-        f"--tokenizer={hps.tokenizer} --lowercase={_text(hps.lowercase)} would tokenise the "
+        f"--tokenizer={hps.tokenizer} --lowercase={flag_text(hps.lowercase)} would tokenise the "
         f".bin files of --data_path={hps.data_path} again: "
         f"{vocab_lib.tokenization_path(hps.vocab_path)} says their text is already tokenised "
         f"that way from raw text, and is read with --tokenizer={sidecar['tokenizer']} "
-        f"--lowercase={_text(sidecar['lowercase'])}. Leave --tokenizer and --lowercase out: the "
-        "run records how raw text became the tokens and applies it to raw text (export, "
-        "decode of JSONL)")
+        f"--lowercase={flag_text(sidecar['lowercase'])}. Leave --tokenizer and --lowercase "
+        "out: the run records how raw text became the tokens and applies it to raw text "
+        "(export, decode of JSONL)")
 
 
 def _formats(hps):
@@ -150,8 +151,4 @@ def _conflict(first, second):
 
 
 def _pair(value):
-  return f"raw_tokenizer={value[0]}, raw_lowercase={_text(value[1])}"
-
-
-def _text(value):
-  return str(value).lower() if isinstance(value, bool) else str(value)
+  return f"raw_tokenizer={value[0]}, raw_lowercase={flag_text(value[1])}"

@@ -30,6 +30,7 @@ import tensorflow as tf
 import pointer_gen
 from pointer_gen import files
 from pointer_gen.errors import DataError
+from pointer_gen.errors import flag_text
 from pointer_gen.errors import make_output_dir
 
 FILE_NAME = "run_config.json"
@@ -175,8 +176,8 @@ def reconcile(hps, given, changeable=()):
       changes[name] = value
     elif getattr(hps, name) != value and name in FIXED and name not in changeable:
       raise DataError(
-          f"--{name}={_text(getattr(hps, name))} conflicts with {name}={_text(value)} recorded "
-          f"in {path}, with which this run's model was trained: leave "
+          f"--{name}={flag_text(getattr(hps, name))} conflicts with {name}={flag_text(value)} "
+          f"recorded in {path}, with which this run's model was trained: leave "
           f"--{name} out to use the recorded value, or start a new run (another --exp_name)")
   changes["vocab_path"] = _reconcile_vocab(hps, given, recorded, path)
   return hps.replace(**changes).validated()
@@ -204,7 +205,3 @@ def _reconcile_vocab(hps, given, recorded, path):
                     "was trained: its ids would mean other words. Use that vocab file, or start "
                     "a new run (another --exp_name)")
   return vocab_path
-
-
-def _text(value):
-  return str(value).lower() if isinstance(value, bool) else str(value)

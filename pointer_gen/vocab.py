@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from pointer_gen import files
 from pointer_gen.errors import DataError
+from pointer_gen.errors import flag_text
 
 UNK = "[UNK]"
 PAD = "[PAD]"
@@ -169,14 +170,10 @@ def check_tokenization(vocab_path, tokenizer, lowercase):
   name = "tokenizer" if tokenizer != made_with[0] else "lowercase"
   value = tokenizer if name == "tokenizer" else lowercase
   made_value = made_with[0] if name == "tokenizer" else made_with[1]
-  raw_hint = (f" (or, for raw text, --tokenizer={raw[0]} --lowercase={_flag_text(raw[1])})"
+  raw_hint = (f" (or, for raw text, --tokenizer={raw[0]} --lowercase={flag_text(raw[1])})"
               if raw[0] is not None else "")
   raise DataError(
-      f"--{name}={_flag_text(value)}, but the vocab {vocab_path} was made with "
-      f"--{name}={_flag_text(made_value)} (recorded in {tokenization_path(vocab_path)}): its "
+      f"--{name}={flag_text(value)}, but the vocab {vocab_path} was made with "
+      f"--{name}={flag_text(made_value)} (recorded in {tokenization_path(vocab_path)}): its "
       f"words would not match the tokens. Pass --tokenizer={made_with[0]} "
-      f"--lowercase={_flag_text(made_with[1])}{raw_hint}, or remake the vocab.")
-
-
-def _flag_text(value):
-  return str(value).lower() if isinstance(value, bool) else str(value)
+      f"--lowercase={flag_text(made_with[1])}{raw_hint}, or remake the vocab.")
