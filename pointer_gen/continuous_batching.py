@@ -42,10 +42,10 @@ class SlotDecoder:
     dtype = model.compute_dtype
     hidden = model.hidden_dim
     units = 2 * hidden  # the attention's W_h features
-    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; with compiled attention the
+    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; with settings.shares_memory the
     # states and features are [S, max_enc_steps, ...], row s (search.SHARED_MEMORY). An
     # empty slot's mask is all ones so that its (discarded) attention stays finite.
-    shared = num_slots if settings.compiled_attention else rows
+    shared = num_slots if settings.shares_memory else rows
     self.memory = {
         "states": tf.Variable(tf.zeros([shared, max_enc_steps, 2 * hidden], dtype),
                               trainable=False),
@@ -213,7 +213,7 @@ class SlotDecoder:
 
   def _shared(self, name):
     """Whether memory `name` has a row per slot (else a row per hypothesis)."""
-    return self.settings.compiled_attention and name in search_lib.SHARED_MEMORY
+    return self.settings.shares_memory and name in search_lib.SHARED_MEMORY
 
   def _gather(self, search, memory, slots):
     """The search state and memory of `slots` alone, in that order."""

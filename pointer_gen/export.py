@@ -38,6 +38,7 @@ p_gen_mean 0. Invalid UTF-8 bytes (possible through gRPC or Python; JSON cannot 
 become U+FFFD before tokenisation, so every output string is valid UTF-8.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -151,9 +152,11 @@ class Summarizer(tf.Module):
     enc_input_ext = features["enc_input_ext"].to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
     oovs = features["article_oovs"].to_tensor("")  # [B, N]
     max_oovs = tf.shape(oovs)[1]
-    result = beam_search.beam_search(
-        self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext, max_oovs,
-        search_lib.Settings.from_hparams(hps, keep_attention=keep_attention))
+    # Each article's encoder memory shared by its hypotheses, the attention from core ops.
+    settings = dataclasses.replace(
+        search_lib.Settings.from_hparams(hps, keep_attention=keep_attention), shared_memory=True)
+    result = beam_search.beam_search(self.model, enc_input, tf.maximum(enc_len, 1),
+                                     enc_input_ext, max_oovs, settings)
 
     ids = result["tokens"]  # [B, T] extended ids, [STOP] included if generated, [PAD] after
     generated = tf.range(hps.max_dec_steps)[None, :] < result["length"][:, None]  # [B, T]

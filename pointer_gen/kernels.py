@@ -158,17 +158,62 @@ def compiled_attention_scores(memory_features_t, query_features, v, coverage=Non
   return tf.reshape(scores, [-1, length])  # [N*K, L]
 
 
+# The activations one pass of shared_attention_scores' loop makes, at most (but at least one
+# article's): a few MB stays in a CPU's cache between the ops that write and read it.
+_SHARED_PASS_ELEMENTS = 1 << 20
+
+
+def shared_attention_scores(memory_features, query_features, v, coverage=None, w_c=None,
+                            beams=1):
+  """attention_scores' values, without a gradient (decoding), with TensorFlow's ops only (any
+  TensorFlow runtime runs them: exports), for memory shared by `beams` consecutive rows:
+  memory_features [N, L, U], query_features [N*beams, U], coverage [N*beams, L] -> [N*beams, L].
+
+  Each article's features are read once for its rows (repeated per row, they would be read
+  `beams` times), and the articles go through in groups, a group per pass of a loop: the whole
+  batch's activations at once ([N*beams, L, U], 105 MB at 32 x 4 x 400 x 512) go out to memory
+  and back between the ops that make and reduce them, where a group's stay in the cache. The
+  coverage term and the query are _activations' batched matmul, its operands made once.
+  Plain formula: attention_scores with the features repeated per row;
+  test_kernels.test_shared_attention_scores_equal_the_ops.
+  """
+  shape = tf.shape(memory_features)
+  articles, length, units = shape[0], shape[1], shape[2]
+  per_pass = tf.maximum(_SHARED_PASS_ELEMENTS // (beams * length * units), 1)
+  query = tf.reshape(query_features, [articles, beams, 1, units])  # [N, K, 1, U]
+  if coverage is not None:
+    rows = tf.concat([tf.broadcast_to(w_c, tf.shape(query)), query], axis=2)  # [N, K, 2, U]
+    coefficients = _coverage_coefficients(
+        tf.reshape(coverage, [articles, beams, length]))  # [N, K, L, 2]
+
+  def add_group(first, scores):
+    group = lambda t: t[first:first + per_pass]  # [N, ...] -> [G, ...]
+    features = group(memory_features)[:, None]  # [G, 1, L, U]
+    if coverage is None:
+      activations = tf.tanh(features + group(query))  # [G, K, L, U]
+    else:
+      activations = tf.tanh(features + tf.matmul(group(coefficients), group(rows)))
+    return first + per_pass, scores.write(1 + first // per_pass,
+                                          tf.reshape(_matvec(activations, v), [-1]))  # [G*K*L]
+
+  # Flat groups after an empty one: no articles (no groups) concatenate to [0] too.
+  empty = tf.TensorArray(memory_features.dtype, size=1, dynamic_size=True, infer_shape=False,
+                         element_shape=[None]).write(0, tf.zeros([0], memory_features.dtype))
+  _, scores = tf.while_loop(lambda first, _: first < articles, add_group, (0, empty))
+  return tf.reshape(scores.concat(), [-1, length])  # [N*K, L]
+
+
 def transpose_features(memory_features):
   """[N, L, U] -> [N, U, L], the layout compiled_attention_scores reads."""
   return tf.transpose(memory_features, [0, 2, 1])
 
 
 def _matvec(values, vector):
-  """values [B, L, U] . vector [U] -> [B, L], as one [B*L, U] x [U, 1] matmul, which is faster
-  than BatchMatMulV2 (tf.linalg.matvec) at the attention's sizes."""
+  """values [..., L, U] . vector [U] -> [..., L], as one [B*L, U] x [U, 1] matmul, which is
+  faster than BatchMatMulV2 (tf.linalg.matvec) at the attention's sizes."""
   shape = tf.shape(values)
-  return tf.reshape(tf.matmul(tf.reshape(values, [-1, shape[2]]), vector[:, None]),
-                    shape[:2])  # [B, L]
+  return tf.reshape(tf.matmul(tf.reshape(values, [-1, shape[-1]]), vector[:, None]),
+                    shape[:-1])  # [..., L]
 
 
 def _activations(memory_features, query_features, coverage=None, w_c=None):
@@ -183,8 +228,8 @@ def _activations(memory_features, query_features, coverage=None, w_c=None):
 
 
 def _coverage_coefficients(coverage):
-  """[cov_i, 1] for every position: coverage [B, L] -> [B, L, 2]."""
-  return tf.stack([coverage, tf.ones_like(coverage)], axis=2)
+  """[cov_i, 1] for every position: coverage [..., L] -> [..., L, 2]."""
+  return tf.stack([coverage, tf.ones_like(coverage)], axis=-1)
 
 
 @tf.function(jit_compile=True)

@@ -188,15 +188,14 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     mixed_bfloat16 (the layer casts its inputs and weights), the softmax is not.
     context_tap [B, 2H], zeros, is added to the context so that its gradient is the context's;
     with it the states get no gradient here (training's loop adds them all after the loop:
-    PointerGenerator.call). compiled_scores: the scores from kernels.compiled_attention_scores
-    (decoding only: it has no gradient), which reads the features transposed, [N, 2H, L]
-    (kernels.transpose_features); with it, beams > 1 means that features and states are shared by
-    `beams` consecutive rows of the query, mask and coverage [N*beams, ...] (beam search).
+    PointerGenerator.call). beams > 1 (decoding only: no gradient) means that features and
+    states are shared by `beams` consecutive rows of the query, mask and coverage [N*beams, ...]
+    (beam search), the scores then from kernels.shared_attention_scores (TensorFlow's ops) or,
+    with compiled_scores, from kernels.compiled_attention_scores (an XLA kernel, also for
+    beams=1), which reads the features transposed, [N, 2H, L] (kernels.transpose_features).
     compiled_activations: kernels.attention_scores' XLA kernels (`compiled`), with their gradient
     (training and eval).
     """
-    if beams > 1 and not compiled_scores:
-      raise ValueError("memory shared by several beams needs compiled_scores")
     query_features = self.query_layer(query)  # [B, units]
     v = tf.convert_to_tensor(self.v)  # [units]
     coverage_args = ((coverage, tf.convert_to_tensor(self.w_c))
@@ -204,6 +203,9 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     if compiled_scores:
       scores = kernels.compiled_attention_scores(memory_features, query_features, v,
                                                  *coverage_args, beams=beams)  # [B, L]
+    elif beams > 1:
+      scores = kernels.shared_attention_scores(memory_features, query_features, v,
+                                               *coverage_args, beams=beams)  # [B, L]
     else:
       scores = kernels.attention_scores(memory_features, query_features, v, *coverage_args,
                                         compiled=compiled_activations)  # [B, L]

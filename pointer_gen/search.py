@@ -33,8 +33,8 @@ Continuous batching moves searches between slots by these two kinds alone (map_s
 of `hypotheses` must have the article as its first dimension.
 
 The memory is a dict: "states" and "features" (the encoder's states and W_h features,
-[N*K, L, 2H]; with settings.compiled_attention [N, L, 2H] and [N, 2H, L], once per article, see
-compiled_layout), "mask" [N*K, L], "ext_ids" (the extended ids) and their copy_index
+[N*K, L, 2H]; with settings.shares_memory [N, L, 2H], once per article, the features [N, 2H, L]
+with settings.compiled_attention, see compiled_layout), "mask" [N*K, L], "ext_ids" (the extended ids) and their copy_index
 ("copy_segment", "article_ids") [N*K, L]; each article's K rows side by side.
 """
 
@@ -51,8 +51,8 @@ from pointer_gen import vocab as vocab_lib
 # or training's zero context (initial_decoder_state).
 FIRST_STEP_CONTEXTS = ("original", "zeros")
 
-# The memory an article's rows share when Settings.compiled_attention; the mask and the extended
-# ids are per row always.
+# The memory an article's rows share when Settings.shares_memory; the mask and the extended ids
+# are per row always.
 SHARED_MEMORY = ("states", "features")
 
 
@@ -76,6 +76,10 @@ class Settings:
   # encoder states and features stored once per article, not once per row: continuous
   # batching's shapes are fixed, so it compiles once; exports stay plain TensorFlow.
   compiled_attention: bool = False
+  # The states and features stored once per article as with compiled_attention, the scores from
+  # TensorFlow's ops a few articles at a time (kernels.shared_attention_scores): exports, which
+  # any TensorFlow runtime runs.
+  shared_memory: bool = False
 
   def __post_init__(self):
     if self.first_step_context not in FIRST_STEP_CONTEXTS:
@@ -89,6 +93,11 @@ class Settings:
     return cls(hps.beam_size, hps.max_dec_steps, hps.min_dec_steps, keep_attention,
                hps.block_ngram_repeat, hps.length_penalty_alpha, hps.first_step_context,
                compiled_attention)
+
+  @property
+  def shares_memory(self):
+    """Whether an article's rows share its SHARED_MEMORY, stored once."""
+    return self.compiled_attention or self.shared_memory
 
 
 class State(NamedTuple):
@@ -173,10 +182,11 @@ class Strategy(abc.ABC):
     decoder state."""
     # Temporary article-OOV ids are fed back as [UNK]: the embedding only knows the vocab.
     previous = tf.where(previous >= model.vocab_size, vocab_lib.UNK_ID, previous)  # [N*K]
-    compiled = self.settings.compiled_attention
+    settings = self.settings
     (output, context, attn, p_gen), new_state = model.cell(
         model.embedding(previous), decoder_state, memory["features"], memory["states"],
-        memory["mask"], compiled_scores=compiled, beams=self.rows if compiled else 1)
+        memory["mask"], compiled_scores=settings.compiled_attention,
+        beams=self.rows if settings.shares_memory else 1)
     return model.cell.vocab_logits(output, context), attn, p_gen, new_state
 
 
@@ -212,10 +222,10 @@ def compiled_layout(memory, settings):
 
 def tile_rows(memory, state, rows, settings):
   """Memory and decoder state of N articles repeated for their `rows` rows: [N, ...] ->
-  [N*rows, ...], every article's rows side by side; with settings.compiled_attention the
+  [N*rows, ...], every article's rows side by side; with settings.shares_memory the
   SHARED_MEMORY stays [N, ...]."""
   tile = lambda t: tf.repeat(t, rows, axis=0)
-  return ({name: t if settings.compiled_attention and name in SHARED_MEMORY else tile(t)
+  return ({name: t if settings.shares_memory and name in SHARED_MEMORY else tile(t)
            for name, t in memory.items()}, tuple(tile(s) for s in state))
 
 

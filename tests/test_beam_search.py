@@ -108,17 +108,20 @@ def _articles(num, length, seed):
     (True, True, 2, 0, 0, None, False), (True, False, 0, 1, 0, None, False),
     (False, False, 3, 2, 0, None, False), (True, True, 0, 3, 0, None, False),
     (True, False, 4, 1, 2, None, False), (True, True, 2, 0, 0, 0.7, False),
-    (True, True, 2, 0, 0, None, True), (True, True, 0, 3, 0, None, True)])
+    (True, True, 2, 0, 0, None, True), (True, True, 0, 3, 0, None, True),
+    (True, True, 2, 0, 0, None, "shared"), (True, False, 0, 3, 0, None, "shared")])
 def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps, seed, block,
                                                 alpha, compiled, monkeypatch):
-  """compiled: the attention scores from the XLA kernel, the memory shared by the beams."""
+  """compiled: the attention scores from the XLA kernel, the memory shared by the beams;
+  "shared": the memory shared, the scores from TensorFlow's ops (exports)."""
   model = _random_model(pointer_gen, coverage, seed)
   enc_input, enc_len, ext, num_oovs = _articles(5, 9, seed)
   beam, max_steps = 3, 7
   monkeypatch.setattr(_Hyp, "alpha", alpha)
   settings = search_lib.Settings(beam_size=beam, max_dec_steps=max_steps,
                                  min_dec_steps=min_steps, block_ngram_repeat=block,
-                                 length_penalty_alpha=alpha, compiled_attention=compiled)
+                                 length_penalty_alpha=alpha, compiled_attention=compiled is True,
+                                 shared_memory=compiled == "shared")
   search = tf.function(lambda *a: beam_search.beam_search(model, *a, settings))
   got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
   finished = 0

@@ -90,6 +90,36 @@ def test_compiled_attention_scores_share_features_between_beams(use_coverage):
       expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("use_coverage", [False, True])
+def test_shared_attention_scores_equal_the_ops(use_coverage, monkeypatch):
+  """shared_attention_scores (exports) gives the plain formula's scores of the features repeated
+  for every row, in one pass, in groups of two articles (the last one short) and one by one,
+  traced as an export traces it (the number of articles unknown), and for no articles."""
+  rng = np.random.default_rng(5)
+  articles, beams, units = 5, 3, 8
+  features = rng.normal(size=(articles, L, units)).astype(np.float32)
+  query = rng.normal(size=(articles * beams, units)).astype(np.float32)
+  v = rng.normal(size=units).astype(np.float32)
+  coverage = rng.uniform(0, 2, size=(articles * beams, L)).astype(np.float32)
+  w_c = rng.normal(size=(1, units)).astype(np.float32)
+  pre_tanh = np.repeat(features, beams, axis=0) + query[:, None, :]
+  if use_coverage:
+    pre_tanh += coverage[:, :, None] * w_c
+  expected = (np.tanh(pre_tanh) * v).sum(axis=2)  # [articles * beams, L]
+  extra = (coverage, w_c) if use_coverage else ()
+  matrix = lambda: tf.TensorSpec([None, None], tf.float32)
+  specs = [tf.TensorSpec([None, L, units], tf.float32), matrix(),
+           tf.TensorSpec([units], tf.float32)] + ([matrix(), matrix()] if use_coverage else [])
+  for per_pass in (articles, 2, 1):
+    monkeypatch.setattr(kernels, "_SHARED_PASS_ELEMENTS", per_pass * beams * L * units)
+    scores = tf.function(lambda *args: kernels.shared_attention_scores(*args, beams=beams),
+                         input_signature=specs)
+    np.testing.assert_allclose(scores(features, query, v, *extra), expected, rtol=1e-5,
+                               atol=1e-5, err_msg=f"{per_pass} articles a pass")
+  none = scores(features[:0], query[:0], v, *(t[:0] for t in extra[:1]), *extra[1:])
+  assert none.shape == (0, L)
+
+
 def test_attention_context_gradient_equals_einsums():
   rng = np.random.default_rng(12)
   attn = tf.constant(rng.uniform(size=(B, L)), tf.float32)
