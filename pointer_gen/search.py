@@ -33,9 +33,10 @@ Continuous batching moves searches between slots by these two kinds alone (map_s
 of `hypotheses` must have the article as its first dimension.
 
 The memory is a dict: "states" and "features" (the encoder's states and W_h features,
-[N*K, L, 2H]; with settings.shares_memory [N, L, 2H], once per article, the features [N, 2H, L]
-with settings.compiled_attention, see compiled_layout), "mask" [N*K, L], "ext_ids" (the extended ids) and their copy_index
-("copy_segment", "article_ids") [N*K, L]; each article's K rows side by side.
+[N*K, L, 2H]; with settings.shares_memory [N, L, 2H], once per article, and with
+settings.compiled_attention the features [N, 2H, L], see compiled_layout), "mask" [N*K, L],
+"ext_ids" (the extended ids) and their copy_index ("copy_segment", "article_ids") [N*K, L];
+each article's K rows side by side.
 """
 
 import abc

@@ -116,8 +116,8 @@ def test_shared_attention_scores_equal_the_ops(use_coverage, monkeypatch):
                          input_signature=specs)
     np.testing.assert_allclose(scores(features, query, v, *extra), expected, rtol=1e-5,
                                atol=1e-5, err_msg=f"{per_pass} articles a pass")
-  none = scores(features[:0], query[:0], v, *(t[:0] for t in extra[:1]), *extra[1:])
-  assert none.shape == (0, L)
+  no_coverage = (coverage[:0], w_c) if use_coverage else ()
+  assert scores(features[:0], query[:0], v, *no_coverage).shape == (0, L)
 
 
 def test_attention_context_gradient_equals_einsums():
