@@ -1,9 +1,13 @@
-"""The original's training graph, written the TF1 way, and a timing of it on this machine.
+"""The original's training and decode graphs, written the TF1 way, and a timing of them on this
+machine.
 
     pip install -r requirements-test.txt     # tf-keras: TF1's LSTMCell lives there in TF 2.x
     python tools/tf1_reference.py [--steps=10] [--json_out=tf1_reference.json]
     python tools/tf1_reference.py --data_path='../shared/data/vietnews_bin/chunked/train_*' \
         --vocab_path=../shared/data/vietnews_bin/vocab
+    python tools/tf1_reference.py --decode [--decode_articles=8] \
+        [--data_path='../shared/data/vietnews_bin/chunked/val_*' \
+         --vocab_path=../shared/data/vietnews_bin/vocab]
 
 The graph follows the original repository's structure in TF1 graph mode (tf.compat.v1): TF1's
 LSTMCell in bidirectional_dynamic_rnn, the reduce-states, an attention decoder unrolled in
@@ -12,8 +16,17 @@ p_gen), a vocabulary projection and softmax per decoder step, the final distribu
 with scatter_nd, the masked losses, gradients clipped by global norm and Adagrad. It times a
 training step on full-length synthetic batches, the same batches as `tools/benchmark.py`'s
 "full-length synthetic" row, or with --data_path on the real-data row's batches, at the sizes
-given by the flags, so that the two programs compare on one machine. `tools/benchmark.py` runs
-it for its TF1 rows.
+given by the flags, so that the two programs compare on one machine.
+
+--decode times the original's single-pass decode instead, as the original runs it: the graph in
+its decode form with one decoder step (attention on the initial state first, the coverage fed
+in) on a batch of beam_size copies of one article; per article one session run of the encoder,
+then one per decoder step feeding the hypotheses' last tokens, the encoder states, their decoder
+states and coverage, and fetching the top 2 * beam_size of each row's final distribution; the
+hypotheses kept, sorted and finished in Python (beam 4, 35-120 steps by default; on untrained
+weights every article runs all the steps). It reports seconds per article (median, min, max
+after --warmup articles) and articles/s, on full-length synthetic articles or, with
+--data_path, real ones in order. `tools/benchmark.py` runs both for its TF1 rows.
 
 The builders are also what tests/test_tf1_checkpoint.py uses to make a genuine TF1 checkpoint.
 Importing this module sets TF_USE_LEGACY_KERAS=1 before TensorFlow is imported: run it in its
@@ -318,15 +331,16 @@ def synthetic_feeds(count, b, l, t, vocab_size):
            "dec_len": np.full([b], t, np.int32)}
 
 
-def real_batches(data_path, vocab_path, b, l, t, vocab_size, single_pass):
+def real_batches(data_path, vocab_path, b, l, t, vocab_size, single_pass, skip=0):
   """The vocabulary's size (the file may hold fewer than `vocab_size` words) and pointer_gen's
-  batches of real data, read eagerly before the TF1 graph exists."""
+  batches of real data (single_pass: from the `skip`th article on), read eagerly before the TF1
+  graph exists."""
   from pointer_gen import config  # pylint: disable=g-import-not-at-top
   from pointer_gen import data
   vocab = vocab_lib.Vocab.from_file(vocab_path, vocab_size)
   hps = config.HParams(batch_size=b, max_enc_steps=l, max_dec_steps=t, vocab_size=vocab_size,
                        pointer_gen=True, seed=0, data_path=data_path)
-  _, dataset = data.input_pipeline(hps, vocab, single_pass=single_pass)
+  _, dataset = data.input_pipeline(hps, vocab, single_pass=single_pass, skip=skip)
   return len(vocab), dataset
 
 
@@ -338,11 +352,12 @@ def real_feeds(count, data_path, vocab_path, b, l, t, vocab_size):
   return size, [original_feed(batch, t, vocab_lib.PAD_ID) for batch in dataset.take(count)]
 
 
-def real_articles(count, data_path, vocab_path, l, vocab_size):
-  """The first `count` articles of real data in order, as the original's decode reads them (one
-  pass), each cut to its length: enc_input, enc_ext (copy ids of its OOVs from the
+def real_articles(count, data_path, vocab_path, l, vocab_size, skip):
+  """`count` articles of real data in order from the `skip`th, as the original's decode reads
+  them (one pass), each cut to its length: enc_input, enc_ext (copy ids of its OOVs from the
   vocabulary's size on), num_oovs. Returns the vocabulary's size and the articles."""
-  size, dataset = real_batches(data_path, vocab_path, 1, l, 1, vocab_size, single_pass=True)
+  size, dataset = real_batches(data_path, vocab_path, 1, l, 1, vocab_size, single_pass=True,
+                               skip=skip)
   articles = []
   for batch in dataset.take(count):
     length = int(batch["enc_len"][0])
@@ -433,7 +448,8 @@ def time_decode(f):
   l, vocab_size, max_steps = f.max_enc_steps, f.vocab_size, f.max_dec_steps or 120
   count = f.warmup + f.decode_articles
   if f.data_path:
-    vocab_size, articles = real_articles(count, f.data_path, f.vocab_path, l, vocab_size)
+    vocab_size, articles = real_articles(count, f.data_path, f.vocab_path, l, vocab_size,
+                                         f.decode_skip)
   else:
     articles = synthetic_articles(count, l, vocab_size)
   graph_mode()
@@ -508,6 +524,8 @@ if __name__ == "__main__":
                        "one-step graph on beam_size copies of an article and its beam search in "
                        "Python, one article at a time, as its single-pass decode.")
   flags.DEFINE_integer("decode_articles", 8, "Timed articles (after --warmup) with --decode.")
+  flags.DEFINE_integer("decode_skip", 0, "With --decode and --data_path: start at this "
+                       "article (the first is 0).")
   flags.DEFINE_integer("beam_size", 4, "Hypotheses per article (--decode).")
   flags.DEFINE_integer("min_dec_steps", 35, "Fewest decoder steps before [STOP] ends a "
                        "hypothesis (--decode).")
