@@ -20,7 +20,11 @@ training rows are followed by the original's formulation (tools/tf1_reference.py
 that needs tf-keras, run in its own process at the same sizes and --steps, warm-up 1) on
 full-length synthetic batches and on the real data, with its peak RSS; after the mixed_bfloat16
 training rows, pointer_gen's speed-up over it in each precision (the TF1 graph's median divided
-by pointer_gen's). Without tf-keras those rows say how to install it.
+by pointer_gen's); and after the continuous-batching decode rows, the original's decode
+(tools/tf1_reference.py --decode, its one-step graph and Python beam search, one article at a
+time, in its own process) of the same articles and single-pass decode's speed-up over it (the
+original's seconds per article divided by pointer_gen's). Without tf-keras those rows say how
+to install it.
 Run it alone: the figures are only comparable when nothing else uses the CPU. --tiny shrinks
 every size to check the code paths in seconds (its figures mean nothing).
 """
@@ -123,6 +127,7 @@ LONG_ENC_STEPS, LONG_DEC_STEPS = 800, 200
 TRAINED = PAPER.replace(vocab_size=20000, emb_dim=64, hidden_dim=128)
 TF1_REFERENCE = REPO / "tools" / "tf1_reference.py"
 TF1_SIZES = ("batch_size", "max_enc_steps", "max_dec_steps", "vocab_size", "emb_dim", "hidden_dim")
+TF1_MISSING = "needs tf-keras: pip install -r requirements-test.txt (or --notf1)"
 # The TF1 rows: results key (as in "train_<key>") and the name of the batches.
 TF1_DATA = (("real", "real data (vietnews)"), ("full_length", "full-length synthetic 400/100"))
 
@@ -527,14 +532,13 @@ def missing_tf_keras(stderr):
              for line in stderr.splitlines())
 
 
-def tf1_reference(hps, steps, data_args):
-  """Timing and peak RSS of the original's formulation at `hps`'s sizes, measured in a child
-  process (tools/tf1_reference.py sets TF_USE_LEGACY_KERAS before importing TensorFlow); None
-  without tf-keras."""
+def tf1_reference(hps, args):
+  """Timing and peak RSS of the original's formulation (tools/tf1_reference.py `args`, after 1
+  warm-up step or article) at `hps`'s sizes, measured in a child process (it sets
+  TF_USE_LEGACY_KERAS before importing TensorFlow); None without tf-keras."""
   with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "tf1_reference.json")
-    argv = [sys.executable, str(TF1_REFERENCE), f"--steps={steps}", "--warmup=1",
-            f"--json_out={out}", *data_args,
+    argv = [sys.executable, str(TF1_REFERENCE), "--warmup=1", f"--json_out={out}", *args,
             *(f"--{name}={getattr(hps, name)}" for name in TF1_SIZES)]
     child = subprocess.run(argv, stderr=subprocess.PIPE, text=True, check=False)
     if child.returncode and missing_tf_keras(child.stderr):
@@ -551,17 +555,48 @@ def tf1_rows(hps, steps, results, rows):
   data_args = {"real": (f"--data_path={FLAGS.data_path}", f"--vocab_path={FLAGS.vocab_path}"),
                "full_length": ()}
   for key, name in TF1_DATA:
-    timing = tf1_reference(hps, steps, data_args[key])
+    timing = tf1_reference(hps, (f"--steps={steps}", *data_args[key]))
     if timing is None:
       results["tf1_real"] = results["tf1_full_length"] = None
-      rows.append(("original's formulation (TF1 graph)", "not run",
-                   "needs tf-keras: pip install -r requirements-test.txt (or --notf1)"))
+      rows.append(("original's formulation (TF1 graph)", "not run", TF1_MISSING))
       return
     results[f"tf1_{key}"] = timing
     ratio = timing["median"] / results[f"train_{key}"]["median"]
     rows.append((f"original's formulation (TF1 graph), {name}", f"{timing['median']:.2f} s",
                  f"min {timing['min']:.2f} max {timing['max']:.2f}; peak RSS "
                  f"{timing['peak_rss_gb']:.2f} GB; pointer_gen float32 is {ratio:.2f}x faster"))
+
+
+def tf1_decode_row(hps, articles, results, rows):
+  """The original's decode (tools/tf1_reference.py --decode: its one-step graph and its beam
+  search in Python, one article at a time) of the articles the continuous-batching decode rows
+  time, after the article before them, against pointer_gen's single-pass decode (continuous
+  batching, compiled attention)."""
+  timing = tf1_reference(hps, (
+      "--decode", f"--decode_articles={articles}", f"--decode_skip={FLAGS.slots - 1}",
+      f"--beam_size={hps.beam_size}", f"--min_dec_steps={hps.min_dec_steps}",
+      f"--data_path={FLAGS.decode_data_path}", f"--vocab_path={FLAGS.vocab_path}"))
+  if timing is None:
+    results["tf1_decode"] = None
+    rows.append(("single-pass decode vs the original's decode", "not run", TF1_MISSING))
+    return
+  del timing["decoded"]  # the summaries, article by article
+  ours = results["decode_continuous_compiled"]
+  # Mean seconds per article on both sides: continuous batching has no per-article time.
+  original_seconds, our_seconds = 1 / timing["articles_per_sec"], 1 / ours["articles_per_sec"]
+  results["tf1_decode"] = timing
+  results["decode_speedup_over_tf1"] = original_seconds / our_seconds
+  rows.append(("original's decode (TF1 one-step graph, beam search in Python)",
+               f"{original_seconds:.3f} s/art",
+               f"one article at a time: median {timing['median']:.3f} min {timing['min']:.3f} "
+               f"max {timing['max']:.3f} s; {timing['n']} articles; peak RSS "
+               f"{timing['peak_rss_gb']:.2f} GB"))
+  rows.append(("single-pass decode vs the original's decode",
+               f"{results['decode_speedup_over_tf1']:.1f}x",
+               f"the original's s/article / pointer_gen's (continuous batching over "
+               f"{FLAGS.slots} slots, compiled attention): {original_seconds:.3f} / "
+               f"{our_seconds:.3f} s; decoder steps median {timing['steps']['median']:.0f} / "
+               f"{ours['steps']['median']:.0f}"))
 
 
 def speedup_rows(results, rows):
@@ -678,6 +713,8 @@ def main(argv):
                f"{served['over_single_pass_decode']:.2f}x single-pass decode's "
                f"{single_pass:.3f} s/article (continuous batching, compiled attention); "
                "the export's attention from TensorFlow's ops"))
+  if FLAGS.tf1:
+    tf1_decode_row(decode_hps, articles, results, rows)
   if FLAGS.bf16:
     # The same initial weights (seed 0) as float32's decode.
     decode16 = decode_hps.replace(precision="mixed_bfloat16")
