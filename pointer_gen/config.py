@@ -90,6 +90,11 @@ def define_flags():
                 "in the run's train dir, or eval's best model (unless --ckpt_path).")
   f.DEFINE_integer("export_version", None, "Export: version directory name (default: the "
                    "checkpoint's global step).")
+  f.DEFINE_boolean("export_compiled_attention", False, "Export: the attention scores from "
+                   "single-pass decode's XLA kernel (--compiled_attention) in the SavedModel, "
+                   "for servers that run XLA (TF Serving: --xla_cpu_compilation_enabled); "
+                   "compiled once per request shape. Default: TensorFlow's ops only, which "
+                   "any TensorFlow runtime runs.")
   f.DEFINE_integer("eval_batches_per_checkpoint", 1, "Eval beside training: validation batches "
                    "scored per new train checkpoint (the original scores one).")
   f.DEFINE_integer("eval_max_checkpoints", 0, "Eval beside training: stop after scoring this "
@@ -118,7 +123,8 @@ def define_flags():
   f.DEFINE_boolean("compiled_attention", True, "Single-pass decode: compute the attention "
                    "scores with one XLA kernel (compiled once; about 2x faster at batch 32). "
                    "XLA's tanh may differ from TensorFlow's in the last bit; "
-                   "--nocompiled_attention uses TensorFlow's ops, as export always does.")
+                   "--nocompiled_attention uses TensorFlow's ops, as export does unless "
+                   "--export_compiled_attention.")
   f.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
                 "tf.distribute strategy for training: one device, all local GPUs "
                 "(MirroredStrategy), several machines (MultiWorkerMirroredStrategy, reads "
@@ -188,6 +194,7 @@ class HParams:
   export_dir: str = ""
   export_source: str = "train"
   export_version: int | None = None
+  export_compiled_attention: bool = False
   eval_batches_per_checkpoint: int = 1
   eval_max_checkpoints: int = 0
   eval_poll_secs: float = 5.0

@@ -12,7 +12,8 @@ TF Serving and any TF runtime can run it without this package: tokenisation of r
 training data was prepared (`raw_text`; ptb in RE2 passes of `tf.strings.regex_replace`), truncation
 to max_enc_steps, the vocab lookup from the vocab asset, the per-article OOV list and extended
 ids (`data.article_features`, as decode mode), the compiled beam search with decode mode's
-settings, and detokenisation.
+settings, and detokenisation. With --export_compiled_attention the attention scores come from
+decode's XLA kernel instead: faster, but only servers that run XLA can serve it.
 
 Signatures:
   serving_default  article tf.string [B] ->
@@ -152,9 +153,12 @@ class Summarizer(tf.Module):
     enc_input_ext = features["enc_input_ext"].to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
     oovs = features["article_oovs"].to_tensor("")  # [B, N]
     max_oovs = tf.shape(oovs)[1]
-    # Each article's encoder memory shared by its hypotheses, the attention from core ops.
+    # Each article's encoder memory shared by its hypotheses; the attention scores from core
+    # ops, or from decode's XLA kernel with --export_compiled_attention.
     settings = dataclasses.replace(
-        search_lib.Settings.from_hparams(hps, keep_attention=keep_attention), shared_memory=True)
+        search_lib.Settings.from_hparams(hps, keep_attention=keep_attention,
+                                         compiled_attention=hps.export_compiled_attention),
+        shared_memory=True)
     result = beam_search.beam_search(self.model, enc_input, tf.maximum(enc_len, 1),
                                      enc_input_ext, max_oovs, settings)
 
@@ -206,6 +210,8 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
       "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
       "length_penalty_alpha": 0.0 if alpha is None else float(alpha),
       "first_step_context": hps.first_step_context,
+      # The attention scores from an XLA kernel: the server must run XLA.
+      "compiled_attention": hps.export_compiled_attention,
       # How the export tokenises its input; tokenizer and lowercase read the run's data files.
       "raw_tokenizer": raw_tokenizer,
       "raw_lowercase": raw_lowercase,

@@ -20,7 +20,8 @@ MODE_GROUPS = (
         "beam_size", "min_dec_steps", "max_decode_examples", "max_attn_vis_files",
         "first_step_context", "rouge_tokenizer", "block_ngram_repeat", "length_penalty_alpha",
         "compiled_attention")),
-    ("Export (--mode=export)", ("export_dir", "export_source", "export_version")),
+    ("Export (--mode=export)", ("export_dir", "export_source", "export_version",
+                                "export_compiled_attention")),
     ("Distribute (--mode=train on several devices)", ("strategy", "tpu")),
 )
 COMMON = "Common and model (every mode)"

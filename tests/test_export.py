@@ -221,7 +221,8 @@ def test_settings_and_layout(exported):
               # The demo corpus's raw text is its tokens: its vocab's .tokenization.json.
               "raw_tokenizer": "whitespace", "raw_lowercase": False,
               "pointer_gen": True, "coverage": True, "ranking": "average_log_prob",
-              "precision": "float32", "first_step_context": "original", "step": STEP}
+              "precision": "float32", "first_step_context": "original", "step": STEP,
+              "compiled_attention": False}
   settings = exported["client"]["settings"]
   assert {k: settings[k] for k in expected} == expected
   with open(saved / "assets.extra" / export.SETTINGS_FILE, encoding="utf-8") as f:
@@ -236,8 +237,9 @@ def test_settings_and_layout(exported):
 
 def test_export_needs_no_xla(exported):
   """No function of the SavedModel must be compiled with XLA (training's attention kernels and
-  decode's compiled attention stay out of exports), so that any TensorFlow runtime serves it;
-  the check is not vacuous: the graph has functions and the attribute is read from each."""
+  decode's compiled attention stay out of the default export), so that any TensorFlow runtime
+  serves it; the check is not vacuous: the graph has functions and the attribute is read from
+  each (test_serving_loaders finds it in an --export_compiled_attention export)."""
   saved_model = saved_model_pb2.SavedModel()
   with open(exported["saved"] / "saved_model.pb", "rb") as f:
     saved_model.ParseFromString(f.read())

@@ -2,9 +2,9 @@
 the MetaGraph's own restore and init ops and runs its signatures in a session; so do
 `tf.compat.v1.saved_model.loader.load`, `saved_model_cli run` and the C API
 (TF_LoadSessionFromSavedModel, TF_SessionRun). Each is run here, in processes of its own, on
-three exports: the demo's model (flags/demo.cfg), a converted
-checkpoint of the original TF1 code and a mixed_bfloat16 run; each must give what
-tf.saved_model.load gives."""
+four exports: the demo's model (flags/demo.cfg), the same with --export_compiled_attention, a
+converted checkpoint of the original TF1 code and a mixed_bfloat16 run; each must give what
+tf.saved_model.load gives, and the compiled export what the demo's gives."""
 
 import ast
 import glob
@@ -41,10 +41,13 @@ def _articles(corpus):
   return articles
 
 
-def _tensor_names(saved, signature):
+def _meta_graph(saved):
   with open(f"{saved}/saved_model.pb", "rb") as f:
-    meta_graph = saved_model_pb2.SavedModel.FromString(f.read()).meta_graphs[0]
-  signature_def = meta_graph.signature_def[signature]
+    return saved_model_pb2.SavedModel.FromString(f.read()).meta_graphs[0]
+
+
+def _tensor_names(saved, signature):
+  signature_def = _meta_graph(saved).signature_def[signature]
   return {"input": signature_def.inputs["article"].name,
           "outputs": {key: info.name for key, info in signature_def.outputs.items()}}
 
@@ -71,10 +74,12 @@ def served(tmp_path_factory):
                   f"--log_root={root}")
     vocab = vocab_lib.Vocab.from_file(demo.vocab_path, demo.vocab_size)
     articles = _articles(demo_data.ensure_demo_corpus(str(root / "demo_data")))
-    saved = {"demo": export.export(demo, vocab,
-                                   serving.write_random_checkpoint(demo, len(vocab), STEP),
-                                   str(root / "exports" / "demo"))}
+    demo_checkpoint = serving.write_random_checkpoint(demo, len(vocab), STEP)
+    saved = {"demo": export.export(demo, vocab, demo_checkpoint, str(root / "exports" / "demo"))}
     _start_cli(processes, "demo", saved, articles, outside)
+    saved["compiled"] = export.export(demo.replace(export_compiled_attention=True), vocab,
+                                      demo_checkpoint, str(root / "exports" / "compiled"))
+    _start_cli(processes, "compiled", saved, articles, outside)
     converted = demo.replace(exp_name="converted")
     tf1_prefix = serving.write_tf1_checkpoint(str(root / "tf1" / "bestmodel"), demo, len(vocab),
                                               STEP)
@@ -134,16 +139,21 @@ def _assert_same(got, want, where):
                                  err_msg=f"{where}: {key}")
 
 
-def test_exports_are_the_three_models(served):
-  """The comparisons below mean something: three different models at the demo's sizes, whose
-  summaries differ and are empty only for the empty article; each weight is written once (no
-  Keras copies beside the tf.Variables the graph reads)."""
+def _settings(served):
   settings = {}
   for name, path in served["saved"].items():
     with open(f"{path}/assets.extra/{export.SETTINGS_FILE}", encoding="utf-8") as f:
       settings[name] = json.load(f)
+  return settings
+
+
+def test_exports_are_the_three_models(served):
+  """The comparisons below mean something: three different models at the demo's sizes (and the
+  demo's compiled), whose summaries differ and are empty only for the empty article; each
+  weight is written once (no Keras copies beside the tf.Variables the graph reads)."""
+  settings = _settings(served)
   assert [settings[n]["precision"] for n in served["names"]] == [
-      "float32", "float32", "mixed_bfloat16"]
+      "float32", "float32", "float32", "mixed_bfloat16"]
   assert "/converted/train/" in settings["converted"]["checkpoint"]
   assert {s["hidden_dim"] for s in settings.values()} == {64}
   summaries = [tuple(served["expected"][n]["serving_default"]["summary"]) for n in served["names"]]
@@ -154,6 +164,30 @@ def test_exports_are_the_three_models(served):
     stored = [n for n, _ in tf.train.list_variables(f"{path}/variables/variables")
               if n != "_CHECKPOINTABLE_OBJECT_GRAPH"]
     assert len(stored) == sum(len(entry.targets) for entry in tf1_checkpoint.MAPPING)
+
+
+def test_compiled_export_serves_what_the_default_export_serves(served):
+  """--export_compiled_attention: the demo's model with the attention scores from decode's XLA
+  kernel, said in its settings, gives the default export's outputs (and each loader gives its
+  own: the tests below): the same words; the numbers within XLA's last-bit differences from
+  TensorFlow's tanh, carried from step to step by the decoder's state (attention 1e-3 apart by
+  the twentieth step of the demo's random weights)."""
+  settings = _settings(served)
+  assert settings["compiled"]["compiled_attention"] is True
+  assert settings["demo"]["compiled_attention"] is False
+  assert settings["compiled"]["checkpoint"] == settings["demo"]["checkpoint"]
+  for signature in SIGNATURES:
+    got, want = (served["expected"][name][signature] for name in ("compiled", "demo"))
+    assert sorted(got) == sorted(want)
+    for key, value in want.items():
+      if value.dtype == object:
+        assert got[key].tolist() == value.tolist(), f"{signature}: {key}"
+      else:
+        np.testing.assert_allclose(got[key], value, rtol=1e-3, atol=1e-3,
+                                   err_msg=f"{signature}: {key}")
+  for name, compiled in (("compiled", True), ("demo", False)):
+    functions = _meta_graph(served["saved"][name]).graph_def.library.function
+    assert any(f.attr["_XlaMustCompile"].b for f in functions) is compiled, name
 
 
 def test_session_loader_in_a_fresh_process(served):
@@ -169,7 +203,7 @@ def _printed(stdout, key):
   return stdout.split(f"Result for output key {key}:\n", 1)[1].split("Result for output key")[0]
 
 
-@pytest.mark.parametrize("name", ["demo", "converted", "bf16"])
+@pytest.mark.parametrize("name", ["demo", "compiled", "converted", "bf16"])
 def test_saved_model_cli_run(served, name):
   stdout, want = served["cli"][name], served["expected"][name]["serving_default"]
   # numpy prints a string array as the reprs of its bytes, a float32 one exactly.

@@ -10,8 +10,9 @@ and the training step fed by its own input pipeline on raw JSONL with --tokenize
 the same examples pre-tokenised in a .bin, beside the time that pipeline alone takes per batch;
 decode
 articles/s at batch 1 and at a large batch, and with continuous batching; the SavedModel of the
-same model (--mode=export's) summarising the same articles as raw text, --decode_batch a call,
-in seconds per article and against single-pass decode's; peak RSS; achieved GFLOP/s and its
+same model (--mode=export's, by default and with --export_compiled_attention) summarising
+the same articles as raw text, --decode_batch a call, in seconds per article and against
+single-pass decode's; peak RSS; achieved GFLOP/s and its
 fraction of the ceiling; and how the step time grows with max_enc_steps and the vocabulary size. Every
 training and decode row is float32 unless its name ends in "mixed_bfloat16": those rows
 (--bf16, default on) repeat the measurement with --precision=mixed_bfloat16, and the first row
@@ -364,11 +365,13 @@ def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attentio
           "seconds": seconds, "steps": stats(lengths)}
 
 
-def time_saved_model_serving(hps, vocab, model, batch_size, slots, articles):
-  """Seconds per article of `model`'s SavedModel (--mode=export's) summarising raw text,
-  `batch_size` articles a call through its serving_default signature: the articles
-  time_continuous_decode times (its .bin text, split on whitespace as decode splits it), all
-  run once untimed first."""
+def time_saved_model_serving(hps, vocab, model, batch_size, slots, articles,
+                             compiled_attention=False):
+  """Seconds per article of `model`'s SavedModel (--mode=export's, with
+  --export_compiled_attention as given) summarising raw text, `batch_size` articles a call
+  through its serving_default signature: the articles time_continuous_decode times (its .bin
+  text, split on whitespace as decode splits it), all run once untimed first (which compiles
+  the compiled attention for every shape met)."""
   _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.decode_data_path), vocab,
                                    single_pass=True, batch_size=slots)
   texts = [e["article"] for e in itertools.islice(decode.examples(dataset), slots + articles)]
@@ -376,7 +379,8 @@ def time_saved_model_serving(hps, vocab, model, batch_size, slots, articles):
              for i in range(slots, len(texts), batch_size)]
   with tempfile.TemporaryDirectory() as tmp:
     ckpt_path = checkpoints.make_checkpoint(model).save(os.path.join(tmp, "train", "model.ckpt"))
-    path = export.export(hps.replace(raw_tokenizer="whitespace", raw_lowercase=False), vocab,
+    path = export.export(hps.replace(raw_tokenizer="whitespace", raw_lowercase=False,
+                                     export_compiled_attention=compiled_attention), vocab,
                          ckpt_path, os.path.join(tmp, "export"))
     serve = tf.saved_model.load(path).signatures["serving_default"]
     for batch in batches:
@@ -705,16 +709,17 @@ def main(argv):
                  f"{timing['articles_per_sec']:.2f} art/s",
                  f"{1 / timing['articles_per_sec']:.3f} s/article; "
                  f"{timing['articles_per_sec'] / one['articles_per_sec']:.1f}x batch 1"))
-  served = time_saved_model_serving(decode_hps, vocab, trainer.model, FLAGS.decode_batch,
-                                    FLAGS.slots, articles)
   single_pass = 1 / results["decode_continuous_compiled"]["articles_per_sec"]
-  served["over_single_pass_decode"] = served["seconds_per_article"] / single_pass
-  results["saved_model_serving"] = served
-  rows.append((f"SavedModel serve, batch {FLAGS.decode_batch}: s/article",
-               f"{served['seconds_per_article']:.3f} s",
-               f"{served['over_single_pass_decode']:.2f}x single-pass decode's "
-               f"{single_pass:.3f} s/article (continuous batching, compiled attention); "
-               "the export's attention from TensorFlow's ops"))
+  for compiled, name in ((False, "default export (TensorFlow's ops)"),
+                         (True, "--export_compiled_attention")):
+    served = time_saved_model_serving(decode_hps, vocab, trainer.model, FLAGS.decode_batch,
+                                      FLAGS.slots, articles, compiled_attention=compiled)
+    served["over_single_pass_decode"] = served["seconds_per_article"] / single_pass
+    results[f"saved_model_serving{'_compiled' if compiled else ''}"] = served
+    rows.append((f"SavedModel serve, batch {FLAGS.decode_batch}: s/article, {name}",
+                 f"{served['seconds_per_article']:.3f} s",
+                 f"{served['over_single_pass_decode']:.2f}x single-pass decode's "
+                 f"{single_pass:.3f} s/article (continuous batching, compiled attention)"))
   if FLAGS.tf1:
     tf1_decode_row(decode_hps, articles, results, rows)
   if FLAGS.bf16:
