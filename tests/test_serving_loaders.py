@@ -148,9 +148,10 @@ def _settings(served):
 
 
 def test_exports_are_the_three_models(served):
-  """The comparisons below mean something: three different models at the demo's sizes (and the
-  demo's compiled), whose summaries differ and are empty only for the empty article; each
-  weight is written once (no Keras copies beside the tf.Variables the graph reads)."""
+  """The comparisons below mean something: three different models at the demo's sizes (the
+  compiled export is the demo's model), whose summaries differ and are empty only for the empty
+  article; each weight is written once (no Keras copies beside the tf.Variables the graph
+  reads)."""
   settings = _settings(served)
   assert [settings[n]["precision"] for n in served["names"]] == [
       "float32", "float32", "float32", "mixed_bfloat16"]
