@@ -109,7 +109,7 @@ def _articles(num, length, seed):
     (False, False, 3, 2, 0, None, False), (True, True, 0, 3, 0, None, False),
     (True, False, 4, 1, 2, None, False), (True, True, 2, 0, 0, 0.7, False),
     (True, True, 2, 0, 0, None, True), (True, True, 0, 3, 0, None, True),
-    (True, True, 2, 0, 0, None, "shared"), (True, False, 0, 3, 0, None, "shared")])
+    (True, True, 2, 0, 0, None, "shared")])
 def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps, seed, block,
                                                 alpha, compiled, monkeypatch):
   """compiled: the attention scores from the XLA kernel, the memory shared by the beams;
