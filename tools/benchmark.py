@@ -10,13 +10,14 @@ and the training step fed by its own input pipeline on raw JSONL with --tokenize
 the same examples pre-tokenised in a .bin, beside the time that pipeline alone takes per batch;
 decode
 articles/s at batch 1 and at a large batch, and with continuous batching; the SavedModel of the
-same model (--mode=export's, by default and with --export_compiled_attention) summarising
-the same articles as raw text, --decode_batch a call, in seconds per article and against
-single-pass decode's; peak RSS; achieved GFLOP/s and its fraction of the ceiling; and how the
-step time grows with max_enc_steps and the vocabulary size. Every training and decode row is
-float32 unless its name ends in "mixed_bfloat16": those rows (--bf16, default on) repeat the
-measurement with --precision=mixed_bfloat16, and the first row says whether the CPU has
-bfloat16 instructions (avx512_bf16 / amx_bf16 in /proc/cpuinfo). The scaling rows end with the step at max_enc_steps 800 / max_dec_steps 200 in each precision, each
+same model (--mode=export's, by default and with --export_compiled_attention) summarising the
+same articles as raw text, --decode_batch a call, in seconds per article and against
+single-pass decode's; peak RSS; achieved GFLOP/s and its fraction of the
+ceiling; and how the step time grows with max_enc_steps and the vocabulary size. Every
+training and decode row is float32 unless its name ends in "mixed_bfloat16": those rows
+(--bf16, default on) repeat the measurement with --precision=mixed_bfloat16, and the first row
+says whether the CPU has bfloat16 instructions (avx512_bf16 / amx_bf16 in /proc/cpuinfo). The
+scaling rows end with the step at max_enc_steps 800 / max_dec_steps 200 in each precision, each
 run in its own process so that its peak RSS is that step's alone. Unless --notf1, the float32
 training rows are followed by the original's formulation (tools/tf1_reference.py, a TF1 graph
 that needs tf-keras, run in its own process at the same sizes and --steps, warm-up 1) on
