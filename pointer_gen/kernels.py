@@ -77,6 +77,25 @@ def loop_matmul(x, kernel, kernel_t):
   return tf.matmul(x, kernel), gradient  # [B, M]
 
 
+@tf.custom_gradient
+def step_matmul(x, kernel, kernel_t):
+  """x @ kernel for a step of a loop whose kernel also gets its gradient at every step: x
+  [B, N], kernel [N, M], kernel_t its transpose [M, N], made ONCE before the loop.
+
+  As loop_matmul, x's gradient multiplies by kernel_t rather than by the kernel with
+  transpose_b, which oneDNN re-lays-out at every step; the kernel's gradient is x^T d, the
+  automatic gradient's own product.
+  Plain formula: tf.matmul(x, kernel); test_kernels.test_step_matmul_gradient_equals_matmuls.
+  """
+
+  def gradient(d_output):  # [B, M]
+    return (tf.matmul(d_output, kernel_t),  # [B, N]
+            tf.matmul(x, d_output, transpose_a=True),  # [N, M]
+            None)
+
+  return tf.matmul(x, kernel), gradient  # [B, M]
+
+
 
 def attention_scores(memory_features, query_features, v, coverage=None, w_c=None,
                      compiled=False):

@@ -92,11 +92,12 @@ class PointerGenerator(model_config.Configured, keras.Model):
         tf.zeros([steps, tf.shape(states)[0], tf.shape(states)[2]], states.dtype),
         states)  # [T, B, 2H]
     context_taps = tf.TensorArray(states.dtype, size=steps).unstack(context_taps)
+    loop_weights = self.cell.loop_weights()
 
     def body(t, state, outputs_ta, contexts_ta, attn_ta, p_gen_ta):
       (output, context, attn, p_gen), state = self.cell(
           embedded_by_step.read(t), state, features, states, mask, context_taps.read(t),
-          compiled_activations=True)
+          compiled_activations=True, loop_weights=loop_weights)
       outputs_ta = outputs_ta.write(t, output)
       contexts_ta = contexts_ta.write(t, context)
       attn_ta = attn_ta.write(t, attn)

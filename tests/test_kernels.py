@@ -134,6 +134,28 @@ def test_loop_matmul_gradient_equals_matmuls():
   assert tape.gradient(ours, kernel_t, output_gradients=d_out) is None
 
 
+def test_step_matmul_gradient_equals_matmuls():
+  """step_matmul's hand-written gradients (x's with the kernel transposed once, the kernel's
+  per step) against the automatic gradient of tf.matmul; the transpose gets none."""
+  rng = np.random.default_rng(6)
+  x = tf.constant(rng.normal(size=(3, 4)).astype(np.float32))
+  kernel = tf.constant(rng.normal(size=(4, 6)).astype(np.float32))
+  d_out = tf.constant(rng.normal(size=(3, 6)).astype(np.float32))
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch([x, kernel])
+    kernel_t = tf.transpose(kernel)
+    ours = kernels.step_matmul(x, kernel, kernel_t)
+    plain = tf.matmul(x, kernel)
+  np.testing.assert_allclose(ours.numpy(), _np(x) @ _np(kernel), rtol=1e-5)
+  ours_x, ours_kernel = tape.gradient(ours, [x, kernel], output_gradients=d_out)
+  np.testing.assert_allclose(ours_x.numpy(), _np(d_out) @ _np(kernel).T, rtol=1e-5)
+  np.testing.assert_allclose(ours_kernel.numpy(), _np(x).T @ _np(d_out), rtol=1e-5)
+  for ours_grad, plain_grad in zip(
+      (ours_x, ours_kernel), tape.gradient(plain, [x, kernel], output_gradients=d_out)):
+    np.testing.assert_allclose(ours_grad.numpy(), plain_grad.numpy(), rtol=1e-5)
+  assert tape.gradient(ours, kernel_t, output_gradients=d_out) is None
+
+
 def test_late_gradient_needs_its_inputs():
   late = kernels.LateGradient(lambda d, x: d * x)
   source = tf.constant([2.0])
