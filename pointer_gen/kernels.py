@@ -68,7 +68,7 @@ def loop_matmul(x, kernel, kernel_t):
   The automatic gradient multiplies the output's gradient by the kernel with transpose_b at
   every step, and oneDNN re-lays-out the kernel each time; with the transpose made once it
   does not.
-  Plain formula: tf.matmul(x, kernel); test_kernels.test_loop_matmul_gradient_equals_matmuls.
+  Plain formula: tf.matmul(x, kernel); test_kernels.test_loop_matmul_gradients_equal_matmuls.
   """
 
   def gradient(d_output):  # [B, M]
@@ -85,7 +85,7 @@ def step_matmul(x, kernel, kernel_t):
   As loop_matmul, x's gradient multiplies by kernel_t rather than by the kernel with
   transpose_b, which oneDNN re-lays-out at every step; the kernel's gradient is x^T d, the
   automatic gradient's own product.
-  Plain formula: tf.matmul(x, kernel); test_kernels.test_step_matmul_gradient_equals_matmuls.
+  Plain formula: tf.matmul(x, kernel); test_kernels.test_loop_matmul_gradients_equal_matmuls.
   """
 
   def gradient(d_output):  # [B, M]

@@ -78,6 +78,8 @@ class PointerGenerator(model_config.Configured, keras.Model):
     replace vocab_logits. for_xla bounds the loops, as XLA requires (it slows the plain graph).
     The attention's tanh and its gradient run as XLA kernels (kernels.attention_scores'
     `compiled`): this teacher-forced pass is trained and evaluated, never exported.
+    The decoder step's dense products take their inputs' gradients from kernels transposed once
+    before the loop (PointerGeneratorCell.loop_weights).
     """
     states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"], for_xla)
     embedded = self.embedding(batch["dec_input"])  # [B, T, E]
