@@ -15,7 +15,7 @@ from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 
 sys.path.insert(0, sys.argv[1])
-import distribute_common  # pylint: disable=g-import-not-at-top
+from helpers import distribute_common  # pylint: disable=g-import-not-at-top
 
 
 def main():
