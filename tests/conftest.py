@@ -1,6 +1,7 @@
 """The fixtures: real data from ../shared (skipped without it, failing under CI=true), the demo
-corpus and a tiny trained run made once for the session, and a temporary directory of each
-test's own. Shared functions are in `helpers`."""
+corpus, a tiny trained run and the TF1 references made once for the session, and a temporary
+directory of each test's own; and the order in which xdist's workers take the test files.
+Shared functions are in `helpers`."""
 
 import collections
 import os
@@ -10,7 +11,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest
 
-from helpers import REPO, run_entry_point, tiny_flags
+from helpers import REPO, run_entry_point, run_tf1_references, tiny_flags
 
 SHARED_DATA = REPO.parent / "shared" / "data"
 VIETNEWS = SHARED_DATA / "vietnews_bin"
@@ -32,6 +33,28 @@ def _real_data(path):
   if os.environ.get("CI", "").lower() == "true":
     pytest.fail(message)
   pytest.skip(f"{message}; not found, skipped (CI=true fails instead)")
+
+
+# The test files xdist's two workers take first, longest first (pytest.ini: --dist loadgroup
+# --no-loadscope-reorder): each worker takes a group of tests, a file or the files of one
+# xdist_group, at a time in the order collected, and a long one taken last would keep one worker
+# busy while the other has nothing left.
+LONGEST_FIRST = ("test_reliability.py", "test_stopping.py", "test_serving_loaders.py",
+                 "test_recipe.py", "test_precision.py", "test_export.py", "test_tf1_checkpoint.py",
+                 "test_clip_norm.py", "test_distribute.py", "test_raw_text.py", "test_ptb.py",
+                 "test_run_record.py", "test_evaluate.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items):
+  """Each test file is a group of its own unless it names one (xdist_group: files that share a
+  session fixture, made once per worker); LONGEST_FIRST's files come first, the others after them
+  in the order they were collected."""
+  for item in items:
+    if not item.get_closest_marker("xdist_group"):
+      item.add_marker(pytest.mark.xdist_group(item.path.name))
+  rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+  items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -83,6 +106,19 @@ def tiny_run(demo_corpus, tmp_path_factory):
                          *tiny_flags(num_train_steps=TINY_RUN_STEPS, checkpoint_secs=1000))
   assert code == 0
   return root / "run"
+
+
+# The test files that, run as a script, write a reference computed by TF1's graph code.
+TF1_REFERENCE_FILES = ("test_clip_norm.py", "test_tf1_checkpoint.py")
+
+
+@pytest.fixture(scope="session")
+def tf1_references(tmp_path_factory):
+  """{file name without .py: (its directory, the arrays of its reference.npz)} of each of
+  TF1_REFERENCE_FILES, written once in one process (helpers.run_tf1_references). Read only: a
+  test may add files of its own names there. Its users share an xdist_group: one worker."""
+  return run_tf1_references([REPO / "tests" / name for name in TF1_REFERENCE_FILES],
+                            tmp_path_factory.mktemp("tf1"))
 
 
 @pytest.fixture(scope="session", autouse=True)

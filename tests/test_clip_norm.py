@@ -2,10 +2,11 @@
 looked-up token at a time, and clipping with it gives the original's updates.
 
 The reference is TensorFlow's own: this file, run as a script in a subprocess with
-TF_USE_LEGACY_KERAS=1 (as tests/test_tf1_checkpoint.py), builds the original's training graph
-with tools/tf1_reference.py, whose train_op clips the raw tf.gradients by global norm before
-TF1's Adagrad, and trains three steps on batches with repeated words at a max_grad_norm well
-below their norms, saving a TF1 checkpoint before and after each step.
+TF_USE_LEGACY_KERAS=1 (the tf1_references fixture's, with tests/test_tf1_checkpoint.py),
+builds the original's training graph with tools/tf1_reference.py, whose train_op clips the raw
+tf.gradients by global norm before TF1's Adagrad, and trains three steps on batches with
+repeated words at a max_grad_norm well below their norms, saving a TF1 checkpoint before and
+after each step.
 """
 
 import os
@@ -24,7 +25,9 @@ from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
 from helpers import REPO
-from helpers import run_tf1_reference
+
+# On the worker of test_tf1_checkpoint.py, which shares the tf1_references fixture.
+pytestmark = pytest.mark.xdist_group("tf1_reference")
 
 V, E, H = 30, 6, 5
 UNK, PAD, START, STOP = 0, 1, 2, 3
@@ -112,9 +115,9 @@ def _write_tf1_reference(out_dir):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-  out = tmp_path_factory.mktemp("tf1")
-  ref = run_tf1_reference(__file__, out)
+def reference(tf1_references):
+  out, ref = tf1_references["test_clip_norm"]
+  ref = dict(ref)
   (out / "vocab").write_text("".join(f"{w} {100 - i}\n" for i, w in enumerate(WORDS)))
   ref["vocab"] = str(out / "vocab")
   ref["prefixes"] = [str(out / f"model.ckpt-{FIRST_STEP + k}") for k in range(STEPS + 1)]

@@ -16,6 +16,7 @@ from pointer_gen import vocab as vocab_lib
 
 from helpers import REPO
 from helpers import distribute_common
+from helpers import tiny_flags
 
 HELPERS = REPO / "tests" / "helpers"
 
@@ -29,7 +30,7 @@ def _env():
 
 
 def test_mirrored_over_two_logical_cpus_matches_one_device(demo_corpus, tmp_path):
-  out = subprocess.run([sys.executable, str(HELPERS / "distributed_step.py"), str(HELPERS),
+  out = subprocess.run([sys.executable, str(HELPERS / "distributed_step.py"), str(REPO / "tests"),
                         str(demo_corpus["dir"]), str(tmp_path / "runs")], env=_env(),
                        capture_output=True, text=True, timeout=300, check=False)
   assert out.returncode == 0, out.stderr[-3000:]
@@ -59,9 +60,8 @@ def test_two_workers_match_one_process_on_the_global_batch(demo_corpus, tmp_path
   ports = _free_ports(2)
   cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
   flags = [f"--data_path={hps.data_path}", f"--vocab_path={hps.vocab_path}",
-           f"--log_root={hps.log_root}", "--exp_name=run", "--hidden_dim=8", "--emb_dim=8",
-           "--vocab_size=519", "--batch_size=4", "--max_enc_steps=40", "--max_dec_steps=10",
-           "--coverage", "--seed=7", "--num_train_steps=1", "--strategy=multi_worker"]
+           f"--log_root={hps.log_root}", *tiny_flags(**distribute_common.CHANGES),
+           "--strategy=multi_worker"]
   workers = []
   for index in range(2):
     env = _env()

@@ -34,7 +34,8 @@ SIZES = dict(vocab_size=519, hidden_dim=16, emb_dim=8, max_enc_steps=60, max_dec
              min_dec_steps=3, beam_size=3, coverage=True)
 NON_ASCII = "Zoë Ångström visitó São Paulo — 東京 😀 the police said « merci » ."
 
-# Runs in a fresh interpreter: loads the export with TensorFlow alone and prints what it returns.
+# Runs in a fresh interpreter: loads the export with TensorFlow alone and prints what it returns,
+# and what `saved_model_cli show --all` prints of it (helpers/session_client.py runs it here).
 CLIENT = r"""
 import json
 import sys
@@ -43,6 +44,8 @@ import numpy as np
 import tensorflow as tf
 
 path, request = sys.argv[1], json.load(open(sys.argv[2], encoding="utf-8"))
+sys.path.insert(0, sys.argv[3])
+from session_client import run_cli
 awkward = request["awkward"]
 awkward["invalid_utf8"] = awkward["invalid_utf8"].encode("latin-1")
 loaded = tf.saved_model.load(path)
@@ -75,6 +78,7 @@ print(json.dumps({
     "settings": {k: v.decode("utf-8") if isinstance(v, bytes) else v.item()
                  for k, v in settings.items()},
     "scalar_error": error_of(tf.constant(awkward["plain"])),
+    "shown": run_cli(["show", "--all", "--dir", path], first=True),
     "imported_pointer_gen": "pointer_gen" in sys.modules,
 }))
 """
@@ -136,14 +140,12 @@ def exported(tmp_path_factory):
   # A directory without the repository, so nothing of pointer_gen is even on the path there.
   outside = root / "client"
   outside.mkdir()
-  client = serving.start([sys.executable, "-c", CLIENT, str(saved), str(request_path)],
-                         cwd=outside)
-  shown = serving.start(serving.saved_model_cli() + ["show", "--all", "--dir", str(saved)],
-                        cwd=outside)
-  client, shown = json.loads(serving.finish(client)), serving.finish(shown)
+  client = serving.start([sys.executable, "-c", CLIENT, str(saved), str(request_path),
+                          str(REPO / "tests" / "helpers")], cwd=outside)
+  client = json.loads(serving.finish(client))
   return {"root": root, "hps": hps, "vocab": vocab, "ckpt_path": ckpt_path, "saved": saved,
           "export_dir": export_dir, "decoded": decoded, "p_gen_means": p_gen_means,
-          "articles": articles, "client": client, "shown": shown}
+          "articles": articles, "client": client, "shown": client["shown"]}
 
 
 def test_fresh_process_gives_decode_modes_summaries(exported):

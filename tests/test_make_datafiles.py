@@ -415,38 +415,12 @@ def test_importing_the_tool_defines_no_flags():
   assert flags.FLAGS["tokenizer"].default == "whitespace"
 
 
-# Runs the tool's main once per argv list in one process, which pays TensorFlow's import once;
-# prints [exit code, error] of each as the last line.
-_MAIN_PER_ARGV = """
-import json, runpy, sys
-from absl import flags
-tool = runpy.run_path("tools/make_datafiles.py")
-tool["_define_flags"]()
-results = []
-for argv in json.loads(sys.argv[1]):
-  flags.FLAGS.unparse_flags()
-  flags.FLAGS(["make_datafiles", *argv])
-  try:
-    tool["main"](["make_datafiles"])
-    results.append([0, ""])
-  except SystemExit as e:
-    results.append([1, str(e.code)])
-print(json.dumps(results))
-"""
-
-
 def test_command_line(tmp_path):
   dirs, lists = _write_stories(tmp_path, {"test": {
       "a": HAND_STORIES["full"][0], "b": HAND_STORIES["non_ascii"][0]}})
   (tmp_path / "val.jsonl").write_text(
       json.dumps({"document": "Two words", "summary": "One\nTwo"}) + "\n{broken\n",
       encoding="utf-8")
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO))
-
-  def start(*args):
-    return subprocess.Popen([sys.executable, *args], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
   # Failing runs: each must fail before writing anything.
   no_test_list = tmp_path / "no_test_list"
   no_test_list.mkdir()
@@ -469,27 +443,34 @@ def test_command_line(tmp_path):
                 "--abstract_key=summary", f"--val_jsonl={tmp_path}/empty.jsonl",
                 f"--out_dir={tmp_path}/out_empty"],
   }
-  # Started together: each process pays TensorFlow's import time.
-  stories = start(os.path.join("tools", "make_datafiles.py"), f"--stories_dir={dirs[0]}",
-                  f"--stories_dir={dirs[1]}", f"--url_lists={lists}", f"--out_dir={tmp_path}/out")
-  jsonl = start(os.path.join("tools", "make_datafiles.py"), f"--val_jsonl={tmp_path}/val.jsonl",
-                "--article_key=document", "--abstract_key=summary", "--lowercase=false",
-                f"--out_dir={tmp_path}/out_jsonl")
-  fails = start("-c", _MAIN_PER_ARGV, json.dumps(list(failing.values())))
-  out, err = stories.communicate(timeout=300)
-  assert stories.returncode == 0, err
+  runs = {
+      "stories": [f"--stories_dir={dirs[0]}", f"--stories_dir={dirs[1]}", f"--url_lists={lists}",
+                  f"--out_dir={tmp_path}/out"],
+      "jsonl": [f"--val_jsonl={tmp_path}/val.jsonl", "--article_key=document",
+                "--abstract_key=summary", "--lowercase=false", f"--out_dir={tmp_path}/out_jsonl"],
+      **failing,
+  }
+  # One process (helpers/tool_mains.py), the stories as the command line runs them.
+  result = subprocess.run(
+      [sys.executable, os.path.join("tests", "helpers", "tool_mains.py"),
+       os.path.join("tools", "make_datafiles.py"), json.dumps(list(runs.values()))],
+      cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO)),
+      capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  results = dict(zip(runs, json.loads(result.stdout.splitlines()[-1])))
+  code, out, err = results.pop("stories")
+  assert code == 0, err
   assert (f"Wrote train.bin, val.bin, test.bin, vocab, vocab.tokenization.json and 3 chunked "
           f"files to {tmp_path}/out" in out)
   assert _walk(tmp_path / "out" / "test.bin") == [HAND_STORIES["full"][1:],
                                                   HAND_STORIES["non_ascii"][1:]]
-  out, err = jsonl.communicate(timeout=300)
-  assert jsonl.returncode == 0, err
+  code, out, err = results.pop("jsonl")
+  assert code == 0, err
   assert "JSONL: skipped 1 records (invalid JSON: 1)" in out
   assert _walk(tmp_path / "out_jsonl" / "val.bin") == [
       ("Two words .", "<s> One . </s> <s> Two . </s>")]
-  out, err = fails.communicate(timeout=300)
-  assert fails.returncode == 0, err
-  results = dict(zip(failing, json.loads(out.splitlines()[-1])))
+  # The error each ends with, the last line of its stderr.
+  results = {name: [code, err.splitlines()[-1]] for name, (code, _, err) in results.items()}
   error = "make_datafiles: error: "
   assert results == {
       "both": [1, f"{error}give either --stories_dir and --url_lists or --train_jsonl/"

@@ -439,15 +439,19 @@ CONVERT_RECORDS = [
 ]
 
 
-def _start(tool, *args):
+def _run_tool(tool, runs):
+  """{name: (exit code, stdout, stderr)} of `python tools/<tool> args` for each name: args of
+  `runs`, in one process (helpers/tool_mains.py)."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-  return subprocess.Popen([sys.executable, os.path.join("tools", tool), *args], cwd=REPO,
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  return subprocess.Popen(
+      [sys.executable, os.path.join("tests", "helpers", "tool_mains.py"),
+       os.path.join("tools", tool), json.dumps(list(runs.values()))],
+      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), list(runs)
 
 
 @pytest.fixture(scope="module")
 def tool_runs(tmp_path_factory):
-  """Starts every tool run at once (each pays TensorFlow's import time) and waits for all."""
+  """Runs each tool on every case, the two tools at once, and waits for both."""
   tmp = tmp_path_factory.mktemp("tools")
   _write_frames(tmp / "vocab_in.bin", VOCAB_BIN)
   (tmp / "vocab_in.jsonl").write_bytes(b"\n".join(VOCAB_JSONL) + b"\n")
@@ -463,26 +467,28 @@ def tool_runs(tmp_path_factory):
   # Hugging Face layouts: XSum's document/summary, CNN/DM's article/highlights.
   (tmp / "xsum.jsonl").write_text("".join(json.dumps(r) + "\n" for r in HF_XSUM),
                                   encoding="utf-8")
-  procs = {
-      "vocab": _start("make_vocab.py", f"--data_path={tmp}/vocab_in.*",
-                      f"--output={tmp}/vocab", "--lowercase", "--max_size=8"),
-      "to_bin": _start("convert_data.py", f"--input={convert_in}", f"--output={tmp}/chunks",
-                       "--to=bin", "--split=test", "--chunk_size=2"),
-      "to_jsonl": _start("convert_data.py", f"--input={tmp}/convert_in.bin",
-                         f"--output={tmp}/out/converted.jsonl", "--to=jsonl"),
-      "vocab_hf": _start("make_vocab.py", f"--data_path={tmp}/xsum.jsonl",
-                         f"--output={tmp}/hf_vocab", "--tokenizer=punct",
-                         "--article_key=document", "--abstract_key=summary"),
-      "to_bin_hf": _start("convert_data.py", f"--input={tmp}/xsum.jsonl",
-                          f"--output={tmp}/hf_chunks", "--to=bin", "--article_key=document",
-                          "--abstract_key=summary"),
-      "occupied": _start("convert_data.py", f"--input={convert_in}", f"--output={tmp}/occupied",
-                         "--to=bin"),
-  }
+  procs = [
+      _run_tool("make_vocab.py", {
+          "vocab": [f"--data_path={tmp}/vocab_in.*", f"--output={tmp}/vocab", "--lowercase",
+                    "--max_size=8"],
+          "vocab_hf": [f"--data_path={tmp}/xsum.jsonl", f"--output={tmp}/hf_vocab",
+                       "--tokenizer=punct", "--article_key=document", "--abstract_key=summary"],
+      }),
+      _run_tool("convert_data.py", {
+          "to_bin": [f"--input={convert_in}", f"--output={tmp}/chunks", "--to=bin",
+                     "--split=test", "--chunk_size=2"],
+          "to_jsonl": [f"--input={tmp}/convert_in.bin", f"--output={tmp}/out/converted.jsonl",
+                       "--to=jsonl"],
+          "to_bin_hf": [f"--input={tmp}/xsum.jsonl", f"--output={tmp}/hf_chunks", "--to=bin",
+                        "--article_key=document", "--abstract_key=summary"],
+          "occupied": [f"--input={convert_in}", f"--output={tmp}/occupied", "--to=bin"],
+      }),
+  ]
   results = {}
-  for name, proc in procs.items():
+  for proc, names in procs:
     out, err = proc.communicate(timeout=120)
-    results[name] = (proc.returncode, out, err)
+    assert proc.returncode == 0, err[-3000:]
+    results.update(zip(names, map(tuple, json.loads(out.splitlines()[-1]))))
   return tmp, results
 
 

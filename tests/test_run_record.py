@@ -299,7 +299,6 @@ def test_oov_warning_names_vocab_size_when_the_whole_file_would_leave_far_fewer(
 _HOLD_LOCK = """
 import sys, time
 from pointer_gen import run_lock
-from pointer_gen import text
 with run_lock.held(sys.argv[1]):
   print("held", flush=True)
   time.sleep(300)

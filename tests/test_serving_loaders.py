@@ -1,10 +1,11 @@
 """The SavedModel runs where SavedModels are served. TF Serving's C++ server loads an export with
 the MetaGraph's own restore and init ops and runs its signatures in a session; so do
 `tf.compat.v1.saved_model.loader.load`, `saved_model_cli run` and the C API
-(TF_LoadSessionFromSavedModel, TF_SessionRun). Each is run here, in processes of its own, on
-four exports: the demo's model (flags/demo.cfg), the same with --export_compiled_attention, a
-converted checkpoint of the original TF1 code and a mixed_bfloat16 run; each must give what
-tf.saved_model.load gives, and the compiled export what the demo's gives."""
+(TF_LoadSessionFromSavedModel, TF_SessionRun). Each is run here, in fresh processes (the
+session loader and saved_model_cli in one, the C API in another), on four exports: the demo's
+model (flags/demo.cfg), the same with --export_compiled_attention, a converted checkpoint of the
+original TF1 code and a mixed_bfloat16 run; each must give what tf.saved_model.load gives, and
+the compiled export what the demo's gives."""
 
 import ast
 import glob
@@ -64,7 +65,7 @@ def served(tmp_path_factory):
   root = tmp_path_factory.mktemp("serving")
   # Outside the repository: nothing of pointer_gen is on the clients' path. The two clients
   # start first, to import TensorFlow (load its library) while the exports are made, and read
-  # their request from standard input.
+  # their request from standard input; the session client runs saved_model_cli too.
   outside = root / "clients"
   outside.mkdir()
   processes = {name: serving.start([sys.executable, str(HELPERS / f"{name}_client.py")],
@@ -76,10 +77,8 @@ def served(tmp_path_factory):
     articles = _articles(demo_data.ensure_demo_corpus(str(root / "demo_data")))
     demo_checkpoint = serving.write_random_checkpoint(demo, len(vocab), STEP)
     saved = {"demo": export.export(demo, vocab, demo_checkpoint, str(root / "exports" / "demo"))}
-    _start_cli(processes, "demo", saved, articles, outside)
     saved["compiled"] = export.export(demo.replace(export_compiled_attention=True), vocab,
                                       demo_checkpoint, str(root / "exports" / "compiled"))
-    _start_cli(processes, "compiled", saved, articles, outside)
     converted = demo.replace(exp_name="converted")
     tf1_prefix = serving.write_tf1_checkpoint(str(root / "tf1" / "bestmodel"), demo, len(vocab),
                                               STEP)
@@ -87,16 +86,15 @@ def served(tmp_path_factory):
                                                       drop_optimizer_state=True)
     saved["converted"] = export.export(converted, vocab, converted_path,
                                        str(root / "exports" / "converted"))
-    _start_cli(processes, "converted", saved, articles, outside)
     bf16 = demo.replace(exp_name="bf16", precision="mixed_bfloat16")
     saved["bf16"] = export.export(bf16, vocab,
                                   serving.write_random_checkpoint(bf16, len(vocab), STEP),
                                   str(root / "exports" / "bf16"))
-    _start_cli(processes, "bf16", saved, articles, outside)
 
     requests = {
         "session": {"articles": articles, "exports": [
-            {"dir": path, "signatures": list(SIGNATURES)} for path in saved.values()]},
+            {"dir": path, "signatures": list(SIGNATURES)} for path in saved.values()],
+            "saved_model_cli": [_cli_run(path, articles) for path in saved.values()]},
         "c_api": {"articles": articles, "exports": [
             {"dir": path, "signatures": {"serving_default": _tensor_names(path,
                                                                           "serving_default")}}
@@ -113,14 +111,13 @@ def served(tmp_path_factory):
         process.kill()
   return {"names": list(saved), "saved": saved, "expected": expected,
           "session": json.loads(stdout["session"]), "c_api": json.loads(stdout["c_api"]),
-          "cli": {name: stdout[f"cli {name}"] for name in saved}}
+          "cli": dict(zip(saved, json.loads(stdout["session"])["saved_model_cli"]))}
 
 
-def _start_cli(processes, name, saved, articles, cwd):
-  """`saved_model_cli run` on the export `name`, started as soon as the export exists."""
-  processes[f"cli {name}"] = serving.start(serving.saved_model_cli() + [
-      "run", "--dir", saved[name], "--tag_set", "serve", "--signature_def", "serving_default",
-      "--input_exprs", f"article={articles!r}"], cwd=cwd)
+def _cli_run(saved, articles):
+  """The arguments of `saved_model_cli run` on the export `saved`."""
+  return ["run", "--dir", saved, "--tag_set", "serve", "--signature_def", "serving_default",
+          "--input_exprs", f"article={articles!r}"]
 
 
 def _text(array):

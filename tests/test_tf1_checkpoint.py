@@ -1,7 +1,8 @@
 """Checkpoints of the original TF1 code give the original's numbers in pointer_gen.
 
 The reference is computed by TensorFlow itself, not by our code: this file, run as a script in a
-subprocess with TF_USE_LEGACY_KERAS=1 (tf.compat.v1's RNN cells then come from tf_keras, which
+subprocess with TF_USE_LEGACY_KERAS=1 (the tf1_references fixture's, which runs
+tests/test_clip_norm.py too; tf.compat.v1's RNN cells then come from tf_keras, which
 holds TF1's LSTMCell; with Keras 3 they are unavailable), builds the original's graph in TF1
 graph mode with tools/tf1_reference.py (also the speed baseline of docs/performance.md)
 under its exact variable scopes: TF1's LSTMCell in bidirectional_dynamic_rnn, the
@@ -36,9 +37,10 @@ from pointer_gen.errors import DataError
 
 from helpers import load_tool
 from helpers import run_main
-from helpers import run_tf1_reference
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+# On the worker of test_clip_norm.py, which shares the tf1_references fixture.
+pytestmark = pytest.mark.xdist_group("tf1_reference")
 ATOL = 1e-5
 V, E, H = 30, 6, 5
 UNK, PAD, START, STOP = 0, 1, 2, 3
@@ -135,9 +137,9 @@ def _write_tf10_names(prefix, out_dir):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-  out = tmp_path_factory.mktemp("tf1")
-  ref = run_tf1_reference(__file__, out)
+def reference(tf1_references):
+  out, ref = tf1_references["test_tf1_checkpoint"]
+  ref = dict(ref)
   (out / "vocab").write_text("".join(f"{w} {100 - i}\n" for i, w in enumerate(WORDS)))
   ref.update(vocab=str(out / "vocab"), prefix=str(out / "tf1_2" / f"model.ckpt-{STEP}"),
              tf10_prefix=str(out / "tf1_0" / f"model.ckpt-{STEP}"),

@@ -9,8 +9,6 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import checkpoints
-from pointer_gen import config
-from pointer_gen import demo_data
 from pointer_gen import evaluate
 from pointer_gen import model as model_lib
 from pointer_gen import run_record
@@ -19,7 +17,7 @@ from pointer_gen import train_utilities
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
-from helpers import run_main
+from helpers import run_main, tiny_flags, tiny_hparams
 
 ADAGRAD_INIT_ACC = 0.1
 # The fixture trains to step 3, lets eval pick its best model there, then moves on to step 6.
@@ -32,16 +30,15 @@ def _train(hps, vocab, steps):
   return [row["step"] for row in trainer.train()]
 
 
+# The run's flags besides the tiny run's (helpers.TINY_RUN).
+CHANGES = {"min_dec_steps": 2, "adagrad_init_acc": ADAGRAD_INIT_ACC, "seed": 5}
+
+
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(demo_corpus, tmp_path_factory):
   """A run whose eval best model (step 3) is older than its newest train checkpoint (step 6)."""
-  root = tmp_path_factory.mktemp("utils")
-  corpus = demo_data.ensure_demo_corpus(str(root / "demo_data"))
-  hps = config.HParams(
-      data_path=corpus["train"], vocab_path=corpus["vocab"], log_root=str(root), exp_name="run",
-      hidden_dim=8, emb_dim=8, vocab_size=519, batch_size=4, max_enc_steps=40,
-      max_dec_steps=10, min_dec_steps=2, adagrad_init_acc=ADAGRAD_INIT_ACC, seed=5,
-      checkpoint_secs=1000)
+  corpus = demo_corpus
+  hps = tiny_hparams(corpus, tmp_path_factory.mktemp("utils"), checkpoint_secs=1000, **CHANGES)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   assert _train(hps, vocab, BEST_STEP) == [1, 2, 3]
   # Eval stops by itself once it has scored the checkpoint of step --num_train_steps.
@@ -180,9 +177,7 @@ def test_utilities_refuse_what_they_cannot_do(trained, tmp_path):
 def test_command_line_errors_and_success(trained, tmp_path, capsys):
   hps, _, corpus = trained
   common = [f"--data_path={corpus['train']}", f"--vocab_path={corpus['vocab']}",
-            "--exp_name=run", "--hidden_dim=8", "--emb_dim=8", "--vocab_size=519",
-            "--batch_size=4", "--max_enc_steps=40", "--max_dec_steps=10", "--min_dec_steps=2",
-            "--mode=train"]
+            *tiny_flags(**CHANGES), "--mode=train"]
   copied = _copy_run(hps, tmp_path / "copied")
   empty = tmp_path / "empty"
 

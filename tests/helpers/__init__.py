@@ -103,16 +103,23 @@ def settle(*args):
     flags.FLAGS.unparse_flags()
 
 
-def run_tf1_reference(script, out_dir):
-  """Runs `script out_dir` in a fresh process and returns the arrays of the `reference.npz` it
-  writes there. The process has TF_USE_LEGACY_KERAS=1 (TF1's RNN cells live in tf_keras, which
-  cannot share a process with Keras 3) and imports this checkout's pointer_gen."""
+def run_tf1_references(scripts, out_dir):
+  """Runs the test files `scripts` as the scripts that write TF1 references, all in one fresh
+  process (helpers/tf1_references.py), each into a directory of its own under `out_dir`; returns
+  {file name without .py: (that directory, the arrays of the reference.npz written there)}. The
+  process has TF_USE_LEGACY_KERAS=1 (TF1's RNN cells live in tf_keras, which cannot share a
+  process with Keras 3) and imports this checkout's pointer_gen."""
   env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO))
-  result = subprocess.run([sys.executable, str(script), str(out_dir)], env=env,
-                          capture_output=True, text=True, timeout=300)
+  result = subprocess.run(
+      [sys.executable, str(REPO / "tests" / "helpers" / "tf1_references.py"), str(out_dir),
+       *map(str, scripts)], env=env, capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr[-5000:]
-  with np.load(pathlib.Path(out_dir) / "reference.npz") as npz:
-    return {k: npz[k] for k in npz.files}
+  references = {}
+  for script in scripts:
+    directory = pathlib.Path(out_dir) / pathlib.Path(script).stem
+    with np.load(directory / "reference.npz") as npz:
+      references[directory.name] = directory, {k: npz[k] for k in npz.files}
+  return references
 
 
 def np64(x):

@@ -2,15 +2,18 @@
 
 import tensorflow as tf
 
-from pointer_gen import config
 from pointer_gen import data
+
+from helpers import tiny_hparams as tiny_run_hparams
+
+# The run's flags besides the tiny run's (helpers.TINY_RUN).
+CHANGES = {"coverage": True, "seed": 7, "num_train_steps": 1}
 
 
 def tiny_hparams(corpus, log_root):
-  return config.HParams(
-      data_path=f"{corpus}/chunked/train_*", vocab_path=f"{corpus}/vocab", log_root=log_root,
-      exp_name="run", hidden_dim=8, emb_dim=8, vocab_size=519, batch_size=4, max_enc_steps=40,
-      max_dec_steps=10, coverage=True, seed=7, checkpoint_secs=10000, num_train_steps=1)
+  """The tiny run with CHANGES on the demo corpus in the directory `corpus`."""
+  files = {"train": f"{corpus}/chunked/train_*", "vocab": f"{corpus}/vocab"}
+  return tiny_run_hparams(files, log_root, checkpoint_secs=10000, **CHANGES)
 
 
 def first_batch(hps, vocab, batch_size, num_shards=1, shard_index=0):

@@ -1,11 +1,8 @@
 """For the export tests: checkpoints to export (pointer_gen's own with random weights, the original
-TF1 code's) and the processes that load exports (TensorFlow's command-line tool, the client
-scripts beside this file)."""
+TF1 code's) and the processes that load exports (the client scripts beside this file)."""
 
 import os
-import shutil
 import subprocess
-import sys
 
 import numpy as np
 import tensorflow as tf
@@ -49,12 +46,6 @@ def write_tf1_checkpoint(prefix, hps, vocab_size, step):
   tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
                     tensors=[tf.constant(values[n]) for n in names])
   return prefix
-
-
-def saved_model_cli():
-  """The command that runs TensorFlow's `saved_model_cli`."""
-  cli = shutil.which("saved_model_cli")
-  return [cli] if cli else [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
 
 
 def start(command, cwd):
