@@ -163,6 +163,7 @@ def _vocabulary_terms(vocab_logits, k, article_ids, compiled):
     best_logits, best = top_k(vocab_logits, k)  # [M, k]
   row_max = best_logits[:, 0]  # [M]
   with tf.name_scope("softmax"):
+    # Without copying no id's logit is needed: the best ids stand in for the article's.
     denominator, article_logits = _compiled_softmax_terms(
         vocab_logits, row_max, safe_ids if article_ids is not None else best)  # [M], [M, C]
     probability = lambda logits: tf.exp(logits - row_max[:, None]) / denominator[:, None]

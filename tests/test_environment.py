@@ -1,6 +1,8 @@
 """The process settings `import pointer_gen` makes: XLA's CPU vector width unless the user set
 one (the allocator's choice is os.environ.setdefault)."""
 
+import os
+
 import pytest
 
 from pointer_gen import environment
@@ -16,4 +18,4 @@ def test_xla_vector_width_is_added_unless_given(given, want, monkeypatch):
   else:
     monkeypatch.setenv("XLA_FLAGS", given)
   environment.choose_xla_vector_width()
-  assert environment.os.environ["XLA_FLAGS"] == want
+  assert os.environ["XLA_FLAGS"] == want

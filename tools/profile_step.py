@@ -139,19 +139,6 @@ def build_step(hps, vocab_size, batches, count):
   return step, iterator, prepared
 
 
-def traced_step(step, iterator, logdir):
-  """Runs one step under the profiler; returns its wall time in seconds."""
-  # Level 3 traces the ops the executor deems cheap too: at the default 2 a varying part of the
-  # loops' small ops (AddN, TensorList*) is missing from the trace.
-  options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)
-  tf.profiler.experimental.start(logdir, options)
-  start = time.perf_counter()
-  step(iterator)["loss"].numpy()
-  seconds = time.perf_counter() - start
-  tf.profiler.experimental.stop()
-  return seconds
-
-
 def short_name(name):
   """The op's name without what many share, so that one op's executions add up: layers and ops
   get numbered copies (_1, _2); a loop's op is named after the loop, then body/_N/ or cond/_N/,
@@ -163,24 +150,14 @@ def short_name(name):
 
 
 def breakdown(space, backward, top):
-  """Op time per part with its costliest op types, and the `top` ops by time."""
-  seconds = collections.Counter()
-  types = collections.defaultdict(collections.Counter)
-  ops = collections.Counter()
-  counts = collections.Counter()
-  for name, op_type, duration in op_events(space):
-    where = part(name, name.startswith("gradient_tape/") or name in backward)
-    seconds[where] += duration
-    types[where][op_type] += duration
-    key = f"{short_name(name)}:{op_type}"
-    ops[key] += duration
-    counts[key] += 1
-  total = sum(seconds.values())
-  parts = {where: {"ms": 1e3 * seconds[where], "percent": 100 * seconds[where] / total,
-                   "top_types_ms": {t: 1e3 * s for t, s in types[where].most_common(4)}}
-           for where in PARTS}
-  top_ops = [{"op": key, "ms": 1e3 * s, "executions": counts[key]}
-             for key, s in ops.most_common(top)]
+  """The training step's op time (ms) per part of PARTS, in order, with its costliest op
+  types, and the `top` ops by time."""
+  total, found, top_ops = op_breakdown(
+      space, lambda name: part(name, name.startswith("gradient_tape/") or name in backward), top)
+  parts = {}
+  for where in PARTS:
+    entry = found.get(where, {"ms": 0.0, "top_types_ms": {}})
+    parts[where] = {**entry, "percent": 100 * entry["ms"] / total}
   return total, parts, top_ops
 
 
@@ -191,13 +168,23 @@ def report(results):
         f"decoder steps, {config['precision']}, {'' if config['coverage'] else 'no '}coverage"
         f"{', serial' if config['serial'] else ''}): {1e3 * results['wall_s']:.0f} ms wall, "
         f"{results['op_ms']:.0f} ms op time")
-  width = max(len(where) for where in PARTS)
-  for where, entry in results["parts"].items():
-    kinds = ", ".join(f"{t} {ms:.0f}" for t, ms in entry["top_types_ms"].items())
-    print(f"  {where:<{width}}  {entry['ms']:6.0f} ms  {entry['percent']:5.1f}%  {kinds}")
+  print_parts(results["parts"], results["op_ms"], 0)
   print(f"({LEGEND})")
-  print(f"top {len(results['top_ops'])} ops (ms, executions, name:type):")
-  for entry in results["top_ops"]:
+  print_top_ops(results["top_ops"], "")
+
+
+def print_parts(parts, total_ms, decimals):
+  """One line per part: its op time, its share of `total_ms` and its costliest op types."""
+  width = max(len(where) for where in parts)
+  for where, entry in parts.items():
+    kinds = ", ".join(f"{t} {ms:.{decimals}f}" for t, ms in entry["top_types_ms"].items())
+    print(f"  {where:<{width}}  {entry['ms']:6.{decimals}f} ms  "
+          f"{100 * entry['ms'] / total_ms:5.1f}%  {kinds}")
+
+
+def print_top_ops(top_ops, of):
+  print(f"top {len(top_ops)} ops{of} (ms, executions, name:type):")
+  for entry in top_ops:
     print(f"  {entry['ms']:7.1f}  {entry['executions']:5d}  {entry['op'][-100:]}")
 
 
@@ -229,6 +216,8 @@ def op_breakdown(space, part_of, top):
 
 def traced(logdir, function):
   """Runs function() under the profiler; returns its wall time in seconds and the trace."""
+  # Level 3 traces the ops the executor deems cheap too: at the default 2 a varying part of the
+  # loops' small ops (AddN, TensorList*) is missing from the trace.
   options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)
   tf.profiler.experimental.start(logdir, options)
   start = time.perf_counter()
@@ -308,18 +297,11 @@ def report_decode(results):
         f"{results['step_wall_ms']:.1f} ms wall, {results['step_op_ms']:.1f} ms op time per "
         f"step; refill of every slot {1e3 * results['refill_wall_s']:.0f} ms wall, "
         f"{results['refill_op_ms']:.0f} ms op time")
-  parts = results["parts_per_step"]
-  width = max(len(where) for where in parts)
-  for where, entry in parts.items():
-    kinds = ", ".join(f"{t} {ms:.1f}" for t, ms in entry["top_types_ms"].items())
-    print(f"  {where:<{width}}  {entry['ms']:6.1f} ms  "
-          f"{100 * entry['ms'] / results['step_op_ms']:5.1f}%  {kinds}")
+  print_parts(results["parts_per_step"], results["step_op_ms"], 1)
   kinds = ", ".join(f"{t} {ms:.0f}" for t, ms in results["refill_top_types_ms"].items())
   print(f"  refill: {results['refill_op_ms']:.0f} ms ({kinds})")
   print(f"({DECODE_LEGEND})")
-  print(f"top {len(results['top_ops'])} ops of the search steps (ms, executions, name:type):")
-  for entry in results["top_ops"]:
-    print(f"  {entry['ms']:7.1f}  {entry['executions']:5d}  {entry['op'][-100:]}")
+  print_top_ops(results["top_ops"], " of the search steps")
 
 
 def make_batches(hps):
@@ -351,8 +333,8 @@ def main(argv):
   step, iterator, prepared = build_step(hps, vocab_size, batches, FLAGS.warmup + 1)
   for _ in range(FLAGS.warmup):
     step(iterator)["loss"].numpy()
-  wall = traced_step(step, iterator, logdir)
-  total, parts, top_ops = breakdown(read_trace(logdir), backward_ops(step, iterator), FLAGS.top)
+  wall, space = traced(logdir, lambda: step(iterator)["loss"].numpy())
+  total, parts, top_ops = breakdown(space, backward_ops(step, iterator), FLAGS.top)
   batch = prepared[-1]
   results = {"config": {"data": "vietnews" if FLAGS.real_data else "synthetic",
                         "coverage": FLAGS.coverage, "precision": FLAGS.precision,
@@ -361,7 +343,7 @@ def main(argv):
                         "enc_steps": int(batch["enc_input"].shape[1]),
                         "dec_steps": int(batch["dec_input"].shape[1]),
                         "real_dec_steps": int(tf.reduce_sum(batch["dec_len"]))},
-             "logdir": logdir, "wall_s": wall, "op_ms": 1e3 * total, "parts": parts,
+             "logdir": logdir, "wall_s": wall, "op_ms": total, "parts": parts,
              "top_ops": top_ops}
   report(results)
   with open(FLAGS.json_out, "w", encoding="utf-8") as f:
