@@ -35,7 +35,8 @@ The plumbing:
   run                  the entry point: parses the flags, dispatches to each mode's `run`
   settle               the flags, the run's record and the checkpoint into one HParams
   config               the flags (the original's names, defaults) and the HParams from them
-  environment          the process's TensorFlow settings: CPU allocator, optimiser, --debug
+  environment          the process's TensorFlow settings: CPU allocator, XLA's vector width,
+                       optimiser, --debug
   usage                `--help`: the project's flags grouped by the mode that reads them
   run_record           `<run>/run_config.json`: the model's settings, which every mode follows
   run_lock             one trainer per run directory: the flock on `<run>/trainer.lock`
@@ -57,5 +58,6 @@ Tools (`tools/`) and the documentation (`README.md`, `docs/`) sit beside the pac
 from pointer_gen import environment
 
 environment.choose_allocator()
+environment.choose_xla_vector_width()
 
 __version__ = "0.1.0"

@@ -118,7 +118,62 @@ def top_k(values, k):
   return tf.cond(blocks >= k, by_blocks, lambda: tuple(tf.math.top_k(values, k)))
 
 
-def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
+def _flat_gather(values, ids):
+  """values [M, W] at ids [M, C] (each in [0, W)) -> [M, C], as one gather from the flattened
+  values (cheaper than a gather with batch_dims)."""
+  rows, width = tf.shape(values)[0], tf.shape(values)[1]
+  flat = tf.reshape(ids + tf.range(rows)[:, None] * width, [-1])  # [M*C]
+  return tf.reshape(tf.gather(tf.reshape(values, [-1]), flat), tf.shape(ids))
+
+
+@tf.function(jit_compile=True)
+def _compiled_softmax_terms(vocab_logits, row_max, ids):
+  """The sum over the vocabulary of exp(logit - row_max) [M] and the logits at `ids` [M, C]
+  (each in [0, V)) as one XLA kernel: the sum is one pass over [M, V], and XLA's gather of
+  scattered positions of [M, V] is several times as fast as TensorFlow's."""
+  denominator = tf.reduce_sum(tf.exp(vocab_logits - row_max[:, None]), axis=1)  # [M]
+  return denominator, tf.gather(vocab_logits, ids, batch_dims=1)  # [M], [M, C]
+
+
+def _vocabulary_terms(vocab_logits, k, article_ids, compiled):
+  """The k best P_vocab [M, k] with their ids [M, k] and, with article_ids [M, L] (else None),
+  P_vocab at those ids [M, L] (0 for an id outside the vocabulary or -1).
+
+  compiled: the top k of the logits, and only their and the article ids' probabilities made,
+  exp(logit - max) / sum over the vocabulary of exp(logit - max), the sum and the gather in one
+  XLA kernel: the softmax and its [M, V] output are never written. The order of the logits
+  is the order of the probabilities except where exp and the division round two different
+  logits to one probability: at the cut the larger logit is kept (top_k over the softmax
+  would keep the lower id). Else the softmax, then the top k of it (TensorFlow's ops alone,
+  for exports).
+  """
+  vocab_size = tf.shape(vocab_logits)[1]
+  if article_ids is not None:
+    in_vocab = (article_ids >= 0) & (article_ids < vocab_size)  # [M, L]
+    safe_ids = tf.where(in_vocab, article_ids, 0)  # [M, L]
+  if not compiled:
+    with tf.name_scope("softmax"):
+      vocab_probs = tf.nn.softmax(vocab_logits)  # [M, V]
+    with tf.name_scope("top_k"):
+      best_probs, best = top_k(vocab_probs, k)  # [M, k]
+    if article_ids is None:
+      return best_probs, best, None
+    return best_probs, best, tf.where(in_vocab, _flat_gather(vocab_probs, safe_ids), 0.0)
+  with tf.name_scope("top_k"):
+    best_logits, best = top_k(vocab_logits, k)  # [M, k]
+  row_max = best_logits[:, 0]  # [M]
+  with tf.name_scope("softmax"):
+    # Without copying no id's logit is needed: the best ids stand in for the article's.
+    denominator, article_logits = _compiled_softmax_terms(
+        vocab_logits, row_max, safe_ids if article_ids is not None else best)  # [M], [M, C]
+    probability = lambda logits: tf.exp(logits - row_max[:, None]) / denominator[:, None]
+    best_probs = probability(best_logits)  # [M, k]
+  if article_ids is None:
+    return best_probs, best, None
+  return best_probs, best, tf.where(in_vocab, probability(article_logits), 0.0)
+
+
+def top_of_final_distribution(vocab_logits, attn, p_gen, index, k, compiled=False):
   """top_k(final_distribution(softmax(vocab_logits), attn, p_gen, ext_ids, ...), k) without
   building the [M, V + N] distribution: k values [M, k] and extended ids [M, k] int32.
 
@@ -131,19 +186,15 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
   over [M, V + N] with a top-k over [M, V] and work over [M, L].
 
   vocab_logits [M, V], attn [M, L], p_gen [M] (None: no copying), index:
-  search.copy_index(ext_ids) (or the search's memory, which holds it).
+  search.copy_index(ext_ids) (or the search's memory, which holds it); compiled: P_vocab from
+  an XLA kernel without the softmax over [M, V] (see _vocabulary_terms).
   """
-  rows, vocab_size = tf.shape(vocab_logits)[0], tf.shape(vocab_logits)[1]
-  vocab_probs = tf.nn.softmax(vocab_logits)  # [M, V]
-  best_probs, best = top_k(vocab_probs, k)  # [M, k]
+  article_ids = None if p_gen is None else index["article_ids"]  # [M, L]
+  best_probs, best, article_vocab_probs = _vocabulary_terms(vocab_logits, k, article_ids,
+                                                            compiled)
   if p_gen is None:
     return best_probs, best
-
-  def vocab_prob(ids):  # ids [M, C] -> P_vocab(id) [M, C], 0 outside the vocabulary
-    in_vocab = (ids >= 0) & (ids < vocab_size)
-    return tf.where(in_vocab, tf.gather(vocab_probs, tf.where(in_vocab, ids, 0), batch_dims=1),
-                    0.0)
-
+  rows = tf.shape(vocab_logits)[0]
   # The attention on each distinct article id, summed over its positions in article order
   # (no gather into id order first, which costs more than the sums).
   length = tf.shape(attn)[1]
@@ -152,9 +203,8 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
   copied = tf.reshape(tf.math.unsorted_segment_sum(tf.reshape(attn, [-1]), segments,
                                                    rows * length),
                       [rows, length])  # [M, L]: distinct id r's summed attention
-  article_ids = index["article_ids"]  # [M, L]
   is_id = article_ids >= 0  # [M, L]
-  article_probs = (p_gen[:, None] * vocab_prob(article_ids)
+  article_probs = (p_gen[:, None] * article_vocab_probs
                    + (1.0 - p_gen)[:, None] * copied)  # [M, L]
   # A best vocabulary id that is also in the article is counted once, with the article's.
   in_article = tf.reduce_any(best[:, :, None] == article_ids[:, None, :], axis=2)  # [M, k]
@@ -267,29 +317,42 @@ class BeamSearch(search_lib.Strategy):
     """
     k = self.rows
     beam = state.hypotheses
+    # Each stage under its own name, which is how a profile of the step tells them apart.
     proposals, outputs, decoder_state = self._propose(model, memory, state, max_oovs)
-    visit = self._visit(proposals, state.step, beam.num_done)
-    live, parent = self._next_live(beam.live, visit, outputs)
-    done, done_score, done_length = self._next_done(beam, visit, state.step, outputs)
-    num_done = beam.num_done + tf.reduce_sum(tf.cast(visit.done, tf.int32), axis=1)  # [N]
-    flat_parent = _merge(parent + tf.range(tf.shape(parent)[0])[:, None] * k)  # [N*K]
-    new = search_lib.State(
-        step=state.step + 1,
-        decoder_state=tuple(tf.gather(s, flat_parent) for s in decoder_state),
-        hypotheses=Beam(live, done, done_score, done_length, num_done))
-    return search_lib.hold_ended(state, new, ~self.finished(state), k)
+    with tf.name_scope("visit"):
+      visit = self._visit(proposals, state.step, beam.num_done)
+    with tf.name_scope("next_live"):
+      live, parent = self._next_live(beam.live, visit, outputs)
+    with tf.name_scope("next_done"):
+      done, done_score, done_length = self._next_done(beam, visit, state.step, outputs)
+      num_done = beam.num_done + tf.reduce_sum(tf.cast(visit.done, tf.int32), axis=1)  # [N]
+    with tf.name_scope("reorder_decoder_state"):
+      flat_parent = _merge(parent + tf.range(tf.shape(parent)[0])[:, None] * k)  # [N*K]
+      new = search_lib.State(
+          step=state.step + 1,
+          decoder_state=tuple(tf.gather(s, flat_parent) for s in decoder_state),
+          hypotheses=Beam(live, done, done_score, done_length, num_done))
+    with tf.name_scope("hold_ended"):
+      return search_lib.hold_ended(state, new, ~self.finished(state), k)
 
   def _propose(self, model, memory, state, max_oovs):
     """Every live hypothesis's top 2K extensions of the final distribution (only the first
     hypothesis's at step 0, where all are identical): Candidates [N, K, 2K], the step's Outputs
     and the decoder's new state ([N*K, ...]) of each live hypothesis."""
-    k, settings = self.rows, self.settings
     live, step = state.hypotheses.live, state.step
-    articles = tf.shape(step)[0]
     previous = tf.gather(live.tokens, tf.maximum(step - 1, 0), axis=2, batch_dims=1)  # [N, K]
     previous = tf.where((step > 0)[:, None], previous, vocab_lib.START_ID)  # [N, K]
     vocab_logits, attn, p_gen, decoder_state = self.decoder_step(
         model, memory, state.decoder_state, _merge(previous))  # vocab_logits [N*K, V]
+    with tf.name_scope("candidates"):
+      return self._candidates(vocab_logits, attn, p_gen, memory, state, max_oovs) + (
+          decoder_state,)
+
+  def _candidates(self, vocab_logits, attn, p_gen, memory, state, max_oovs):
+    """_propose's Candidates and Outputs from the decoder step's."""
+    k, settings = self.rows, self.settings
+    live, step = state.hypotheses.live, state.step
+    articles = tf.shape(step)[0]
     if settings.block_ngram_repeat:
       # Blocking zeroes ids anywhere in the distribution: it needs the whole of it.
       vocab_probs = tf.nn.softmax(vocab_logits)  # [N*K, V]
@@ -299,8 +362,9 @@ class BeamSearch(search_lib.Strategy):
                             settings.block_ngram_repeat)
       top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
     else:
-      top_probs, top_ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory,
-                                                     2 * k)  # [N*K, 2K]
+      top_probs, top_ids = top_of_final_distribution(
+          vocab_logits, attn, p_gen, memory, 2 * k,
+          compiled=settings.compiled_attention)  # [N*K, 2K]
     dtype = live.log_prob.dtype
     if p_gen is None:
       p_gen = tf.ones([tf.shape(vocab_logits)[0]], dtype)  # [N*K]
@@ -314,8 +378,7 @@ class BeamSearch(search_lib.Strategy):
                      float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
     outputs = Outputs(tf.one_hot(step, settings.max_dec_steps, dtype=dtype)[:, None, :],
                       _split(p_gen, articles, k), _split(attn, articles, k))
-    return (Candidates(_split(top_ids, articles, k), log_prob, score, proposed), outputs,
-            decoder_state)
+    return Candidates(_split(top_ids, articles, k), log_prob, score, proposed), outputs
 
   def _visit(self, proposals, step, num_done):
     """The candidates visited in order of score, ties in proposal order (as the original's

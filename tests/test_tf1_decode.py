@@ -54,9 +54,10 @@ def tf1_decode(demo_corpus, tmp_path_factory):
     return json.load(f), prefix
 
 
-def _pointer_gen_winners(prefix, demo_corpus):
+def _pointer_gen_winners(prefix, demo_corpus, compiled):
   """pointer_gen's beam search over the same articles with the checkpoint's weights, and the
-  articles' lengths."""
+  articles' lengths; compiled: with single-pass decode's XLA kernels
+  (Settings.compiled_attention)."""
   hps = config.HParams(vocab_size=V, emb_dim=E, hidden_dim=H, pointer_gen=True, coverage=True,
                        max_enc_steps=L, max_dec_steps=1, batch_size=WARMUP + ARTICLES,
                        data_path=demo_corpus["val"], seed=0)
@@ -65,7 +66,8 @@ def _pointer_gen_winners(prefix, demo_corpus):
   vocab = vocab_lib.Vocab.from_file(demo_corpus["vocab"], V)
   _, dataset = data.input_pipeline(hps, vocab, single_pass=True)
   batch = next(iter(dataset))
-  settings = search_lib.Settings(beam_size=BEAM, max_dec_steps=MAX_STEPS, min_dec_steps=MIN_STEPS)
+  settings = search_lib.Settings(beam_size=BEAM, max_dec_steps=MAX_STEPS, min_dec_steps=MIN_STEPS,
+                                 compiled_attention=compiled)
   # Eager: tracing the search would cost more than these few steps.
   winners = beam_search.beam_search(model, batch["enc_input"], batch["enc_len"],
                                     batch["enc_input_ext"], tf.reduce_max(batch["num_oovs"]),
@@ -73,11 +75,13 @@ def _pointer_gen_winners(prefix, demo_corpus):
   return {k: v.numpy() for k, v in winners.items()}, batch["enc_len"].numpy()
 
 
-def test_original_decode_gives_pointer_gen_beam_search_winners(tf1_decode, demo_corpus):
+@pytest.mark.parametrize("compiled", [False, True])
+def test_original_decode_gives_pointer_gen_beam_search_winners(tf1_decode, demo_corpus,
+                                                               compiled):
   result, prefix = tf1_decode
   decoded = result["decoded"]
   assert len(decoded) == WARMUP + ARTICLES
-  got, enc_len = _pointer_gen_winners(prefix, demo_corpus)
+  got, enc_len = _pointer_gen_winners(prefix, demo_corpus, compiled)
   for n, article in enumerate(decoded):
     assert article["enc_len"] == enc_len[n]
     length = got["length"][n]

@@ -16,6 +16,16 @@ By default (--serial) the step runs with one inter-op thread
 and inflate each other's durations; its wall time is then a serial step's, not benchmark.py's.
 --tiny shrinks every size to check the code in seconds (its figures mean nothing). Run it
 alone: other work on the CPU inflates every duration.
+
+    python tools/profile_step.py --decode [--slots=64] [--decode_steps=5] [--nocoverage] [--tiny]
+
+traces single-pass decode instead, as tools/benchmark.py times it (continuous batching over
+--slots searches, beam 4, 35-120 steps, compiled attention, untrained weights): the refill of
+every slot (`_encode` of --slots articles, then `_admit`) and --decode_steps search steps of
+all slots (the last steps of their searches), each in a trace of its own; prints the wall time
+of each, and the op time per search step of each part (attention, cell, projection, the
+softmax and top-k of the vocabulary distribution, the rest of the candidates, the beam's
+bookkeeping stages, the loop) and per refill, with their costliest op types and the --top ops.
 """
 
 import collections
@@ -33,9 +43,11 @@ import numpy as np
 import tensorflow as tf
 
 import benchmark  # tools/, next to this script: its configurations, batches and data flags
+from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import environment
 from pointer_gen import precision
+from pointer_gen import search as search_lib
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from trace_ops import op_events  # tools/, next to this script
@@ -49,9 +61,12 @@ flags.DEFINE_boolean("serial", True, "One inter-op thread: ops do not share the 
                      "each op's duration is its own.")
 flags.DEFINE_string("logdir", "", "Where the trace goes (empty: a new temporary directory).")
 flags.DEFINE_integer("top", 25, "How many individual ops to list.")
+flags.DEFINE_boolean("decode", False, "Trace single-pass decode's slot refill and search "
+                     "steps instead of a training step.")
+flags.DEFINE_integer("decode_steps", 5, "With --decode: search steps traced.")
 FLAGS.set_default("json_out", "profile_step.json")
 # benchmark.py's flags that apply here, so that --helpshort lists them.
-for _name in ("coverage", "tiny", "warmup", "data_path", "vocab_path", "json_out"):
+for _name in ("coverage", "tiny", "warmup", "data_path", "vocab_path", "json_out", "slots"):
   flags.declare_key_flag(_name)
 
 # The parts of the step, in the order printed.
@@ -68,6 +83,27 @@ OPTIMIZER = ("Adagrad", "adagrad", "ResourceApply", "AssignAdd")
 ENCODER = ("encoder", "/W_h", "/reduce_state", "recurrent_kernel_gradient")
 DECODER_LOOP = ("/while/", "while_grad", "context_states_gradient")
 PROJECTION = ("vocab_projection", "output_hidden")
+
+
+# A search step's parts (op name markers, the first that matches wins), in the order printed:
+# the scopes of the model's layers and of beam_search.BeamSearch.advance's stages.
+DECODE_PARTS = (("attention", ("/attention",)),
+                ("cell", ("/decoder", "/embedding")),
+                ("projection", PROJECTION),
+                ("softmax and top-k", ("candidates/softmax", "candidates/top_k")),
+                ("other candidates", ("/candidates/",)),
+                ("visit", ("/visit/",)),
+                ("next_live", ("/next_live/",)),
+                ("next_done", ("/next_done/",)),
+                ("reorder decoder state", ("/reorder_decoder_state/",)),
+                ("hold_ended", ("/hold_ended/",)),
+                ("loop and other", ("",)))
+DECODE_LEGEND = ("attention: scores (the XLA kernel), softmax, context, W_s; cell: embedding, "
+                 "input projection, LSTM, p_gen; projection: output_hidden and vocab_projection; "
+                 "softmax and top-k: of the vocabulary distribution; other candidates: the copy "
+                 "distribution's candidates and the candidates' scores; visit, next_live, "
+                 "next_done, reorder decoder state, hold_ended: beam_search.BeamSearch.advance's "
+                 "stages; refill: encoding --slots articles and admitting them into the slots")
 
 
 def backward_ops(step, iterator):
@@ -103,19 +139,6 @@ def build_step(hps, vocab_size, batches, count):
   return step, iterator, prepared
 
 
-def traced_step(step, iterator, logdir):
-  """Runs one step under the profiler; returns its wall time in seconds."""
-  # Level 3 traces the ops the executor deems cheap too: at the default 2 a varying part of the
-  # loops' small ops (AddN, TensorList*) is missing from the trace.
-  options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)
-  tf.profiler.experimental.start(logdir, options)
-  start = time.perf_counter()
-  step(iterator)["loss"].numpy()
-  seconds = time.perf_counter() - start
-  tf.profiler.experimental.stop()
-  return seconds
-
-
 def short_name(name):
   """The op's name without what many share, so that one op's executions add up: layers and ops
   get numbered copies (_1, _2); a loop's op is named after the loop, then body/_N/ or cond/_N/,
@@ -127,24 +150,14 @@ def short_name(name):
 
 
 def breakdown(space, backward, top):
-  """Op time per part with its costliest op types, and the `top` ops by time."""
-  seconds = collections.Counter()
-  types = collections.defaultdict(collections.Counter)
-  ops = collections.Counter()
-  counts = collections.Counter()
-  for name, op_type, duration in op_events(space):
-    where = part(name, name.startswith("gradient_tape/") or name in backward)
-    seconds[where] += duration
-    types[where][op_type] += duration
-    key = f"{short_name(name)}:{op_type}"
-    ops[key] += duration
-    counts[key] += 1
-  total = sum(seconds.values())
-  parts = {where: {"ms": 1e3 * seconds[where], "percent": 100 * seconds[where] / total,
-                   "top_types_ms": {t: 1e3 * s for t, s in types[where].most_common(4)}}
-           for where in PARTS}
-  top_ops = [{"op": key, "ms": 1e3 * s, "executions": counts[key]}
-             for key, s in ops.most_common(top)]
+  """The training step's op time (ms) per part of PARTS, in order, with its costliest op
+  types, and the `top` ops by time."""
+  total, found, top_ops = op_breakdown(
+      space, lambda name: part(name, name.startswith("gradient_tape/") or name in backward), top)
+  parts = {}
+  for where in PARTS:
+    entry = found.get(where, {"ms": 0.0, "top_types_ms": {}})
+    parts[where] = {**entry, "percent": 100 * entry["ms"] / total}
   return total, parts, top_ops
 
 
@@ -155,14 +168,140 @@ def report(results):
         f"decoder steps, {config['precision']}, {'' if config['coverage'] else 'no '}coverage"
         f"{', serial' if config['serial'] else ''}): {1e3 * results['wall_s']:.0f} ms wall, "
         f"{results['op_ms']:.0f} ms op time")
-  width = max(len(where) for where in PARTS)
-  for where, entry in results["parts"].items():
-    kinds = ", ".join(f"{t} {ms:.0f}" for t, ms in entry["top_types_ms"].items())
-    print(f"  {where:<{width}}  {entry['ms']:6.0f} ms  {entry['percent']:5.1f}%  {kinds}")
+  print_parts(results["parts"], results["op_ms"], 0)
   print(f"({LEGEND})")
-  print(f"top {len(results['top_ops'])} ops (ms, executions, name:type):")
-  for entry in results["top_ops"]:
+  print_top_ops(results["top_ops"], "")
+
+
+def print_parts(parts, total_ms, decimals):
+  """One line per part: its op time, its share of `total_ms` and its costliest op types."""
+  width = max(len(where) for where in parts)
+  for where, entry in parts.items():
+    kinds = ", ".join(f"{t} {ms:.{decimals}f}" for t, ms in entry["top_types_ms"].items())
+    print(f"  {where:<{width}}  {entry['ms']:6.{decimals}f} ms  "
+          f"{100 * entry['ms'] / total_ms:5.1f}%  {kinds}")
+
+
+def print_top_ops(top_ops, of):
+  print(f"top {len(top_ops)} ops{of} (ms, executions, name:type):")
+  for entry in top_ops:
     print(f"  {entry['ms']:7.1f}  {entry['executions']:5d}  {entry['op'][-100:]}")
+
+
+def decode_part(name):
+  """The part of a search step an op belongs to, from its name."""
+  return next(where for where, markers in DECODE_PARTS if any(m in name for m in markers))
+
+
+def op_breakdown(space, part_of, top):
+  """Op time per part (ms) with its costliest op types, and the `top` ops by time."""
+  seconds = collections.Counter()
+  types = collections.defaultdict(collections.Counter)
+  ops = collections.Counter()
+  counts = collections.Counter()
+  for name, op_type, duration in op_events(space):
+    where = part_of(name)
+    seconds[where] += duration
+    types[where][op_type] += duration
+    key = f"{short_name(name)}:{op_type}"
+    ops[key] += duration
+    counts[key] += 1
+  parts = {where: {"ms": 1e3 * seconds[where],
+                   "top_types_ms": {t: 1e3 * s for t, s in types[where].most_common(4)}}
+           for where in seconds}
+  top_ops = [{"op": key, "ms": 1e3 * s, "executions": counts[key]}
+             for key, s in ops.most_common(top)]
+  return 1e3 * sum(seconds.values()), parts, top_ops
+
+
+def traced(logdir, function):
+  """Runs function() under the profiler; returns its wall time in seconds and the trace."""
+  # Level 3 traces the ops the executor deems cheap too: at the default 2 a varying part of the
+  # loops' small ops (AddN, TensorList*) is missing from the trace.
+  options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)
+  tf.profiler.experimental.start(logdir, options)
+  start = time.perf_counter()
+  function()
+  seconds = time.perf_counter() - start
+  tf.profiler.experimental.stop()
+  return seconds, read_trace(logdir)
+
+
+def synthetic_articles(count, length, vocab_size, rng):
+  """`count` full-length articles as decode.examples gives them, a few ids out of the
+  vocabulary (article OOVs) in each."""
+  oovs = 5
+  articles = []
+  for _ in range(count):
+    ext = rng.integers(4, vocab_size + oovs, length).astype(np.int32)
+    articles.append({"enc_input": np.where(ext >= vocab_size, vocab_lib.UNK_ID,
+                                           ext).astype(np.int32),
+                     "enc_input_ext": ext, "num_oovs": oovs})
+  return articles
+
+
+def profile_decode(hps, logdir):
+  """Traces single-pass decode's refill of every slot and --decode_steps search steps."""
+  hps = hps.replace(mode="decode", beam_size=4, max_dec_steps=12 if FLAGS.tiny else 120,
+                    min_dec_steps=3 if FLAGS.tiny else 35)
+  vocab = vocab_lib.Vocab([f"w{i}" for i in range(hps.vocab_size - 4)])
+  model = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab).model
+  settings = search_lib.Settings.from_hparams(hps, compiled_attention=True)
+  decoder = continuous_batching.SlotDecoder(model, settings, FLAGS.slots, hps.max_enc_steps)
+  articles = synthetic_articles(FLAGS.slots, hps.max_enc_steps, hps.vocab_size,
+                                np.random.default_rng(0))
+  slots = np.arange(FLAGS.slots, dtype=np.int32)
+  max_oovs = np.int32(articles[0]["num_oovs"])
+  steps = min(FLAGS.decode_steps, hps.max_dec_steps)
+  state = {}
+
+  def refill():
+    encoded = decoder._encode(*continuous_batching._padded(articles))  # pylint: disable=protected-access
+    search = decoder._admit(decoder._empty, slots, slots, encoded)  # pylint: disable=protected-access
+    # The searches' last `steps` steps: _run goes on until they end.
+    state["search"] = search._replace(step=tf.fill([FLAGS.slots], hps.max_dec_steps - steps))
+    state["search"].step.numpy()
+
+  def run():
+    decoder._run(state["search"], max_oovs)[1]["length"].numpy()  # pylint: disable=protected-access
+
+  for _ in range(max(FLAGS.warmup, 1)):
+    refill()
+    run()
+  results = {"config": {"slots": FLAGS.slots, "beam_size": hps.beam_size,
+                        "enc_steps": hps.max_enc_steps, "vocab_size": hps.vocab_size,
+                        "hidden_dim": hps.hidden_dim, "emb_dim": hps.emb_dim,
+                        "coverage": FLAGS.coverage, "tiny": FLAGS.tiny, "serial": FLAGS.serial,
+                        "search_steps": steps}, "logdir": logdir}
+  refill_s, refill_trace = traced(os.path.join(logdir, "refill"), refill)
+  run_s, run_trace = traced(os.path.join(logdir, "steps"), run)
+  total, parts, top_ops = op_breakdown(run_trace, decode_part, FLAGS.top)
+  refill_ms, refill_parts, _ = op_breakdown(refill_trace, lambda name: "refill", 0)
+  per_step = {where: {"ms": parts[where]["ms"] / steps,
+                      "top_types_ms": {t: ms / steps
+                                       for t, ms in parts[where]["top_types_ms"].items()}}
+              for where, _ in DECODE_PARTS if where in parts}
+  results.update({"refill_wall_s": refill_s, "refill_op_ms": refill_ms,
+                  "refill_top_types_ms": refill_parts["refill"]["top_types_ms"],
+                  "step_wall_ms": 1e3 * run_s / steps, "step_op_ms": total / steps,
+                  "parts_per_step": per_step, "top_ops": top_ops})
+  return results
+
+
+def report_decode(results):
+  config = results["config"]
+  print(f"single-pass decode ({config['slots']} slots x beam {config['beam_size']}, "
+        f"{config['enc_steps']} encoder steps, vocab {config['vocab_size']}, "
+        f"{'' if config['coverage'] else 'no '}coverage, compiled attention"
+        f"{', serial' if config['serial'] else ''}): {config['search_steps']} search steps "
+        f"{results['step_wall_ms']:.1f} ms wall, {results['step_op_ms']:.1f} ms op time per "
+        f"step; refill of every slot {1e3 * results['refill_wall_s']:.0f} ms wall, "
+        f"{results['refill_op_ms']:.0f} ms op time")
+  print_parts(results["parts_per_step"], results["step_op_ms"], 1)
+  kinds = ", ".join(f"{t} {ms:.0f}" for t, ms in results["refill_top_types_ms"].items())
+  print(f"  refill: {results['refill_op_ms']:.0f} ms ({kinds})")
+  print(f"({DECODE_LEGEND})")
+  print_top_ops(results["top_ops"], " of the search steps")
 
 
 def make_batches(hps):
@@ -182,13 +321,20 @@ def main(argv):
   environment.configure_tensorflow()
   base = benchmark.TINY if FLAGS.tiny else benchmark.PAPER
   hps = base.replace(coverage=FLAGS.coverage, precision=FLAGS.precision)
+  logdir = FLAGS.logdir or tempfile.mkdtemp(prefix="profile_step_")
+  if FLAGS.decode:
+    results = profile_decode(hps, logdir)
+    report_decode(results)
+    with open(FLAGS.json_out, "w", encoding="utf-8") as f:
+      json.dump(results, f, indent=2)
+    print(f"Traces in {logdir}; wrote {FLAGS.json_out}")
+    return
   vocab_size, batches = make_batches(hps)
   step, iterator, prepared = build_step(hps, vocab_size, batches, FLAGS.warmup + 1)
   for _ in range(FLAGS.warmup):
     step(iterator)["loss"].numpy()
-  logdir = FLAGS.logdir or tempfile.mkdtemp(prefix="profile_step_")
-  wall = traced_step(step, iterator, logdir)
-  total, parts, top_ops = breakdown(read_trace(logdir), backward_ops(step, iterator), FLAGS.top)
+  wall, space = traced(logdir, lambda: step(iterator)["loss"].numpy())
+  total, parts, top_ops = breakdown(space, backward_ops(step, iterator), FLAGS.top)
   batch = prepared[-1]
   results = {"config": {"data": "vietnews" if FLAGS.real_data else "synthetic",
                         "coverage": FLAGS.coverage, "precision": FLAGS.precision,
@@ -197,7 +343,7 @@ def main(argv):
                         "enc_steps": int(batch["enc_input"].shape[1]),
                         "dec_steps": int(batch["dec_input"].shape[1]),
                         "real_dec_steps": int(tf.reduce_sum(batch["dec_len"]))},
-             "logdir": logdir, "wall_s": wall, "op_ms": 1e3 * total, "parts": parts,
+             "logdir": logdir, "wall_s": wall, "op_ms": total, "parts": parts,
              "top_ops": top_ops}
   report(results)
   with open(FLAGS.json_out, "w", encoding="utf-8") as f:
