@@ -128,34 +128,18 @@ class SlotDecoder:
 
   def _run_until_one_ends(self, search, memory, max_oovs):
     """Advances every search until one more has ended (or all have); returns the search state
-    and every search's current winner.
-
-    With compiled attention the slots advance as two independent halves in one loop: XLA runs
-    its kernels (the attention scores, the vocabulary's softmax terms) on one thread, and one
-    half's can then run beside the other half's multi-threaded ops."""
+    and every search's current winner."""
     strategy = self.strategy
     ended_before = tf.reduce_sum(tf.cast(strategy.finished(search), tf.int32))
-    parts, memories = [search], [memory]
-    slots, k = search.step.shape[0], strategy.rows
-    if self.settings.compiled_attention and slots is not None and slots > 1:
-      halves = ((0, slots // 2), (slots // 2, slots))
-      parts = [search_lib.map_state(lambda t, a=a, b=b: t[a:b],  # [b - a, ...]
-                                    lambda t, a=a, b=b: t[a * k:b * k],  # [(b - a)*K, ...]
-                                    search) for a, b in halves]
-      memories = [{name: value[a:b] if self._shared(name) else value[a * k:b * k]
-                   for name, value in memory.items()} for a, b in halves]
 
-    def running(*parts):
-      ended = tf.concat([strategy.finished(part) for part in parts], 0)  # [S]
+    def running(search):
+      ended = strategy.finished(search)
       return tf.reduce_any(~ended) & tf.equal(tf.reduce_sum(tf.cast(ended, tf.int32)),
                                               ended_before)
 
-    parts = tf.while_loop(
-        running, lambda *parts: tuple(strategy.advance(self.model, part_memory, part, max_oovs)
-                                      for part, part_memory in zip(parts, memories)),
-        tuple(parts), maximum_iterations=self.settings.max_dec_steps)
-    search = search_lib.map_state(lambda *t: tf.concat(t, 0), lambda *t: tf.concat(t, 0),
-                                  *parts)
+    (search,) = tf.while_loop(
+        running, lambda search: (strategy.advance(self.model, memory, search, max_oovs),),
+        (search,), maximum_iterations=self.settings.max_dec_steps)
     return search, strategy.winners(search)
 
   def decode(self, examples):
