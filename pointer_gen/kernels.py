@@ -68,30 +68,11 @@ def loop_matmul(x, kernel, kernel_t):
   The automatic gradient multiplies the output's gradient by the kernel with transpose_b at
   every step, and oneDNN re-lays-out the kernel each time; with the transpose made once it
   does not.
-  Plain formula: tf.matmul(x, kernel); test_kernels.test_loop_matmul_gradients_equal_matmuls.
+  Plain formula: tf.matmul(x, kernel); test_kernels.test_loop_matmul_gradient_equals_matmuls.
   """
 
   def gradient(d_output):  # [B, M]
     return tf.matmul(d_output, kernel_t), None, None  # [B, N]
-
-  return tf.matmul(x, kernel), gradient  # [B, M]
-
-
-@tf.custom_gradient
-def step_matmul(x, kernel, kernel_t):
-  """x @ kernel for a step of a loop whose kernel also gets its gradient at every step: x
-  [B, N], kernel [N, M], kernel_t its transpose [M, N], made ONCE before the loop.
-
-  As loop_matmul, x's gradient multiplies by kernel_t rather than by the kernel with
-  transpose_b, which oneDNN re-lays-out at every step; the kernel's gradient is x^T d, the
-  automatic gradient's own product.
-  Plain formula: tf.matmul(x, kernel); test_kernels.test_loop_matmul_gradients_equal_matmuls.
-  """
-
-  def gradient(d_output):  # [B, M]
-    return (tf.matmul(d_output, kernel_t),  # [B, N]
-            tf.matmul(x, d_output, transpose_a=True),  # [N, M]
-            None)
 
   return tf.matmul(x, kernel), gradient  # [B, M]
 

@@ -16,26 +16,6 @@ def _trunc_normal(std):
   return keras.initializers.TruncatedNormal(stddev=std)
 
 
-def _lstm_state(gates, c):
-  """Keras LSTMCell's step from its gates (i, f, c, o) [B, 4H] and the previous c [B, H]:
-  the new (h, c), [B, H] each."""
-  i, f, g, o = tf.split(gates, 4, axis=1)  # [B, H] each
-  c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-  return tf.sigmoid(o) * tf.tanh(c), c
-
-
-def _transposed_pair(kernel, dtype):
-  """kernel in `dtype` and its transpose, for kernels.step_matmul."""
-  kernel = tf.cast(kernel, dtype)
-  return kernel, tf.transpose(kernel)
-
-
-def _dense_step(dense, x, weights):
-  """dense(x) at a step of a loop: x [B, N], weights = (kernel, kernel_t) made before the loop
-  by _transposed_pair (kernels.step_matmul); the bias in x's dtype, as Dense casts it."""
-  return kernels.step_matmul(x, *weights) + tf.cast(dense.bias, x.dtype)  # [B, M]
-
-
 @keras.saving.register_keras_serializable("pointer_gen")
 class Encoder(keras.layers.Layer):
   """One bidirectional LSTM layer over the embedded article, respecting its true length.
@@ -112,7 +92,9 @@ class Encoder(keras.layers.Layer):
 
     def body(t, h, c, h_ta, c_ta):
       gates = projected.read(t) + kernels.loop_matmul(h, recurrent, recurrent_t)  # [B, 4H]
-      h, c = _lstm_state(gates, c)
+      i, f, g, o = tf.split(gates, 4, axis=1)  # [B, H] each
+      c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+      h = tf.sigmoid(o) * tf.tanh(c)
       return t + 1, h, c, h_ta.write(t, h), c_ta.write(t, c)
 
     _, _, _, h_ta, c_ta = tf.while_loop(
@@ -198,8 +180,7 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     return self.memory_layer(encoder_states)
 
   def call(self, query, memory_features, encoder_states, encoder_mask, coverage=None,
-           context_tap=None, compiled_scores=False, beams=1, compiled_activations=False,
-           query_weights=None):
+           context_tap=None, compiled_scores=False, beams=1, compiled_activations=False):
     """query [B, 2H] = [c; h]; features/states [B, L, 2H]; mask, coverage [B, L].
 
     Returns context [B, 2H] in the compute dtype and the attention distribution [B, L] in
@@ -213,13 +194,9 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     with compiled_scores, from kernels.compiled_attention_scores (an XLA kernel, also for
     beams=1), which reads the features transposed, [N, 2H, L] (kernels.transpose_features).
     compiled_activations: kernels.attention_scores' XLA kernels (`compiled`), with their gradient
-    (training and eval). query_weights: W_s's kernel and its transpose made before training's
-    loop (PointerGeneratorCell.loop_weights).
+    (training and eval).
     """
-    if query_weights is None:
-      query_features = self.query_layer(query)  # [B, units]
-    else:
-      query_features = _dense_step(self.query_layer, query, query_weights)  # [B, units]
+    query_features = self.query_layer(query)  # [B, units]
     v = tf.convert_to_tensor(self.v)  # [units]
     coverage_args = ((coverage, tf.convert_to_tensor(self.w_c))
                      if self.use_coverage and coverage is not None else ())
@@ -297,52 +274,29 @@ class PointerGeneratorCell(model_config.Configured, keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, embedded_input, state, memory_features, encoder_states, encoder_mask,
-           context_tap=None, compiled_scores=False, beams=1, compiled_activations=False,
-           loop_weights=None):
+           context_tap=None, compiled_scores=False, beams=1, compiled_activations=False):
     """One step of teacher forcing or beam search.
 
     embedded_input [B, E]: embedding of the previous word.
     state: (c, h) [B, H] each, previous context [B, 2H] (all three in the compute dtype),
     coverage [B, L] float32 (zeros if unused).
     context_tap (training), compiled_scores and beams (decoding), compiled_activations
-    (training and eval): see BahdanauCoverageAttention.call. loop_weights (training and eval):
-    loop_weights(), made before the loop; the step's dense products then take their inputs'
-    gradients from kernels transposed once (kernels.step_matmul), the same numbers as the
-    sub-layers' own calls.
+    (training and eval): see BahdanauCoverageAttention.call.
     Returns (h [B, H], context [B, 2H], attn [B, L] float32, p_gen [B] float32 or None) and
     the new state.
     """
     c, h, context, coverage = state
-    inputs = tf.concat([embedded_input, context], axis=1)  # [B, E + 2H]
-    if loop_weights is None:
-      x = self.input_projection(inputs)  # [B, E]
-      h, (h, c) = self.lstm_cell(x, [h, c])  # [B, H]
-    else:
-      x = _dense_step(self.input_projection, inputs, loop_weights["input_projection"])  # [B, E]
-      gates = (kernels.step_matmul(x, *loop_weights["lstm"])
-               + kernels.step_matmul(h, *loop_weights["lstm_recurrent"])
-               + tf.cast(self.lstm_cell.bias, x.dtype))  # [B, 4H]
-      h, c = _lstm_state(gates, c)  # [B, H]
-    context, attn = self.attention(
-        tf.concat([c, h], axis=1), memory_features, encoder_states, encoder_mask, coverage,
-        context_tap, compiled_scores=compiled_scores, beams=beams,
-        compiled_activations=compiled_activations,
-        query_weights=None if loop_weights is None else loop_weights["query"])  # [B, 2H], [B, L]
+    x = self.input_projection(tf.concat([embedded_input, context], axis=1))  # [B, E]
+    h, (h, c) = self.lstm_cell(x, [h, c])  # [B, H]
+    context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
+                                   encoder_mask, coverage, context_tap,
+                                   compiled_scores=compiled_scores, beams=beams,
+                                   compiled_activations=compiled_activations)  # [B, 2H], [B, L]
     p_gen = None
     if self.p_gen_layer is not None:
       p_gen_logit = self.p_gen_layer(tf.concat([context, c, h, x], axis=1))  # [B, 1]
       p_gen = tf.sigmoid(tf.cast(p_gen_logit, OUTPUT_DTYPE))[:, 0]  # [B]
     return (h, context, attn, p_gen), (c, h, context, coverage + attn)
-
-  def loop_weights(self):
-    """The kernels of every decoder step's dense products (input projection, the LSTM's kernel
-    and recurrent kernel, W_s), each in the compute dtype with its transpose, for call's
-    loop_weights: made once before a loop that differentiates its steps."""
-    dtype = self.compute_dtype
-    return {"input_projection": _transposed_pair(self.input_projection.kernel, dtype),
-            "lstm": _transposed_pair(self.lstm_cell.kernel, dtype),
-            "lstm_recurrent": _transposed_pair(self.lstm_cell.recurrent_kernel, dtype),
-            "query": _transposed_pair(self.attention.query_layer.kernel, dtype)}
 
   def initial_attention(self, state, memory_features, encoder_states, encoder_mask):
     """The original decode's attention from the initial state before step 0: returns the state

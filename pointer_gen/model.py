@@ -78,8 +78,6 @@ class PointerGenerator(model_config.Configured, keras.Model):
     replace vocab_logits. for_xla bounds the loops, as XLA requires (it slows the plain graph).
     The attention's tanh and its gradient run as XLA kernels (kernels.attention_scores'
     `compiled`): this teacher-forced pass is trained and evaluated, never exported.
-    The decoder step's dense products take their inputs' gradients from kernels transposed once
-    before the loop (PointerGeneratorCell.loop_weights).
     """
     states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"], for_xla)
     embedded = self.embedding(batch["dec_input"])  # [B, T, E]
@@ -94,12 +92,11 @@ class PointerGenerator(model_config.Configured, keras.Model):
         tf.zeros([steps, tf.shape(states)[0], tf.shape(states)[2]], states.dtype),
         states)  # [T, B, 2H]
     context_taps = tf.TensorArray(states.dtype, size=steps).unstack(context_taps)
-    loop_weights = self.cell.loop_weights()
 
     def body(t, state, outputs_ta, contexts_ta, attn_ta, p_gen_ta):
       (output, context, attn, p_gen), state = self.cell(
           embedded_by_step.read(t), state, features, states, mask, context_taps.read(t),
-          compiled_activations=True, loop_weights=loop_weights)
+          compiled_activations=True)
       outputs_ta = outputs_ta.write(t, output)
       contexts_ta = contexts_ta.write(t, context)
       attn_ta = attn_ta.write(t, attn)

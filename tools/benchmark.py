@@ -446,8 +446,6 @@ ABLATIONS = {
     "encoder's recurrent kernel: gradient summed in the loop": [
         (kernels, "loop_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
         (kernels, "recurrent_kernel_gradient", lambda _: _no_late_gradient)],
-    "decoder step's dense products: automatic gradient (kernels transposed every step)": [
-        (kernels, "step_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel))],
     "attention scores: automatic gradient": [
         (kernels, "attention_scores", lambda _: _plain_scores)],
     "attention tanh and its gradient: TensorFlow's ops, not XLA kernels": [
