@@ -126,54 +126,22 @@ def _flat_gather(values, ids):
   return tf.reshape(tf.gather(tf.reshape(values, [-1]), flat), tf.shape(ids))
 
 
-@tf.function(jit_compile=True)
-def _compiled_softmax_terms(vocab_logits, row_max, ids):
-  """The sum over the vocabulary of exp(logit - row_max) [M] and the logits at `ids` [M, C]
-  (each in [0, V)) as one XLA kernel: the sum is one pass over [M, V], and XLA's gather of
-  scattered positions of [M, V] is several times as fast as TensorFlow's."""
-  denominator = tf.reduce_sum(tf.exp(vocab_logits - row_max[:, None]), axis=1)  # [M]
-  return denominator, tf.gather(vocab_logits, ids, batch_dims=1)  # [M], [M, C]
-
-
-def _vocabulary_terms(vocab_logits, k, article_ids, compiled):
+def _vocabulary_terms(vocab_logits, k, article_ids):
   """The k best P_vocab [M, k] with their ids [M, k] and, with article_ids [M, L] (else None),
-  P_vocab at those ids [M, L] (0 for an id outside the vocabulary or -1).
-
-  compiled: the top k of the logits, and only their and the article ids' probabilities made,
-  exp(logit - max) / sum over the vocabulary of exp(logit - max), the sum and the gather in one
-  XLA kernel: the softmax and its [M, V] output are never written. The order of the logits
-  is the order of the probabilities except where exp and the division round two different
-  logits to one probability: at the cut the larger logit is kept (top_k over the softmax
-  would keep the lower id). Else the softmax, then the top k of it (TensorFlow's ops alone,
-  for exports).
-  """
-  vocab_size = tf.shape(vocab_logits)[1]
-  if article_ids is not None:
-    in_vocab = (article_ids >= 0) & (article_ids < vocab_size)  # [M, L]
-    safe_ids = tf.where(in_vocab, article_ids, 0)  # [M, L]
-  if not compiled:
-    with tf.name_scope("softmax"):
-      vocab_probs = tf.nn.softmax(vocab_logits)  # [M, V]
-    with tf.name_scope("top_k"):
-      best_probs, best = top_k(vocab_probs, k)  # [M, k]
-    if article_ids is None:
-      return best_probs, best, None
-    return best_probs, best, tf.where(in_vocab, _flat_gather(vocab_probs, safe_ids), 0.0)
-  with tf.name_scope("top_k"):
-    best_logits, best = top_k(vocab_logits, k)  # [M, k]
-  row_max = best_logits[:, 0]  # [M]
+  P_vocab at those ids [M, L] (0 for an id outside the vocabulary or -1): the softmax, then
+  the top k of it (TensorFlow's ops alone)."""
   with tf.name_scope("softmax"):
-    # Without copying no id's logit is needed: the best ids stand in for the article's.
-    denominator, article_logits = _compiled_softmax_terms(
-        vocab_logits, row_max, safe_ids if article_ids is not None else best)  # [M], [M, C]
-    probability = lambda logits: tf.exp(logits - row_max[:, None]) / denominator[:, None]
-    best_probs = probability(best_logits)  # [M, k]
+    vocab_probs = tf.nn.softmax(vocab_logits)  # [M, V]
+  with tf.name_scope("top_k"):
+    best_probs, best = top_k(vocab_probs, k)  # [M, k]
   if article_ids is None:
     return best_probs, best, None
-  return best_probs, best, tf.where(in_vocab, probability(article_logits), 0.0)
+  in_vocab = (article_ids >= 0) & (article_ids < tf.shape(vocab_logits)[1])  # [M, L]
+  return best_probs, best, tf.where(
+      in_vocab, _flat_gather(vocab_probs, tf.where(in_vocab, article_ids, 0)), 0.0)
 
 
-def top_of_final_distribution(vocab_logits, attn, p_gen, index, k, compiled=False):
+def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
   """top_k(final_distribution(softmax(vocab_logits), attn, p_gen, ext_ids, ...), k) without
   building the [M, V + N] distribution: k values [M, k] and extended ids [M, k] int32.
 
@@ -186,12 +154,10 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, index, k, compiled=Fals
   over [M, V + N] with a top-k over [M, V] and work over [M, L].
 
   vocab_logits [M, V], attn [M, L], p_gen [M] (None: no copying), index:
-  search.copy_index(ext_ids) (or the search's memory, which holds it); compiled: P_vocab from
-  an XLA kernel without the softmax over [M, V] (see _vocabulary_terms).
+  search.copy_index(ext_ids) (or the search's memory, which holds it).
   """
   article_ids = None if p_gen is None else index["article_ids"]  # [M, L]
-  best_probs, best, article_vocab_probs = _vocabulary_terms(vocab_logits, k, article_ids,
-                                                            compiled)
+  best_probs, best, article_vocab_probs = _vocabulary_terms(vocab_logits, k, article_ids)
   if p_gen is None:
     return best_probs, best
   rows = tf.shape(vocab_logits)[0]
@@ -362,9 +328,8 @@ class BeamSearch(search_lib.Strategy):
                             settings.block_ngram_repeat)
       top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
     else:
-      top_probs, top_ids = top_of_final_distribution(
-          vocab_logits, attn, p_gen, memory, 2 * k,
-          compiled=settings.compiled_attention)  # [N*K, 2K]
+      top_probs, top_ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory,
+                                                     2 * k)  # [N*K, 2K]
     dtype = live.log_prob.dtype
     if p_gen is None:
       p_gen = tf.ones([tf.shape(vocab_logits)[0]], dtype)  # [N*K]

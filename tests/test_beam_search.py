@@ -176,14 +176,12 @@ def test_copy_index_names_each_position_s_distinct_id():
                                 [[2, 1, 2, 0, 1, 3], [0, 0, 0, 0, 0, 0]])
 
 
-@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("pointer,seed,ties", [(True, 0, False), (True, 1, True), (False, 2, False)])
-def test_top_of_final_distribution_equals_top_k_of_the_distribution(pointer, seed, ties,
-                                                                     compiled):
+def test_top_of_final_distribution_equals_top_k_of_the_distribution(pointer, seed, ties):
   """The candidates' top k against top_k over the whole final distribution: repeated article
   ids (their attention summed), OOV ids, best vocabulary ids that are also in the article, and
   (ties) equal logits and equal attention, so that equal probabilities meet at the cut;
-  compiled: P_vocab from the top of the logits and an XLA kernel, without the softmax."""
+  """
   rng = np.random.default_rng(seed)
   rows, vocab, length, oovs, k = 6, 40, 9, 3, 8
   logits = rng.normal(0.0, 2.0, (rows, vocab))
@@ -204,7 +202,7 @@ def test_top_of_final_distribution_equals_top_k_of_the_distribution(pointer, see
   want_top, want_ids = tf.math.top_k(dist, k)
   top, ids = beam_search.top_of_final_distribution(
       args[0], args[1], None if p_gen is None else tf.constant(p_gen, tf.float32),
-      search_lib.copy_index(tf.constant(ext, tf.int32)), k, compiled=compiled)
+      search_lib.copy_index(tf.constant(ext, tf.int32)), k)
   np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
   np.testing.assert_allclose(top.numpy(), want_top.numpy(), rtol=1e-6)
   if pointer:
