@@ -42,8 +42,8 @@ class SlotDecoder:
     dtype = model.compute_dtype
     hidden = model.hidden_dim
     units = 2 * hidden  # the attention's W_h features
-    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; with settings.shares_memory the
-    # states and features are [S, max_enc_steps, ...], row s (search.SHARED_MEMORY). An
+    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; with settings.shares_memory
+    # the states and features are [S, max_enc_steps, ...], row s (search.SHARED_MEMORY). An
     # empty slot's mask is all ones so that its (discarded) attention stays finite.
     shared = num_slots if settings.shares_memory else rows
     self.memory = {

@@ -39,7 +39,6 @@ p_gen_mean 0. Invalid UTF-8 bytes (possible through gRPC or Python; JSON cannot 
 become U+FFFD before tokenisation, so every output string is valid UTF-8.
 """
 
-import dataclasses
 import json
 import os
 import shutil
@@ -155,9 +154,8 @@ class Summarizer(tf.Module):
     max_oovs = tf.shape(oovs)[1]
     # Each article's encoder memory shared by its hypotheses; the attention scores from core
     # ops, or from decode's XLA kernel with --export_compiled_attention.
-    settings = dataclasses.replace(
-        search_lib.Settings.from_hparams(hps, keep_attention=keep_attention,
-                                         compiled_attention=hps.export_compiled_attention),
+    settings = search_lib.Settings.from_hparams(
+        hps, keep_attention=keep_attention, compiled_attention=hps.export_compiled_attention,
         shared_memory=True)
     result = beam_search.beam_search(self.model, enc_input, tf.maximum(enc_len, 1),
                                      enc_input_ext, max_oovs, settings)

@@ -88,12 +88,14 @@ class Settings:
                        f"{', '.join(FIRST_STEP_CONTEXTS)}")
 
   @classmethod
-  def from_hparams(cls, hps, keep_attention=False, compiled_attention=False):
-    """The decode flags of `hps`; keep_attention and compiled_attention are the caller's: only
-    the attention views keep attention, only single-pass decode compiles it."""
+  def from_hparams(cls, hps, keep_attention=False, compiled_attention=False,
+                   shared_memory=False):
+    """The decode flags of `hps`; keep_attention, compiled_attention and shared_memory are the
+    caller's: only the attention views keep attention, only single-pass decode and a compiled
+    export compile it, only exports share memory without compiling."""
     return cls(hps.beam_size, hps.max_dec_steps, hps.min_dec_steps, keep_attention,
                hps.block_ngram_repeat, hps.length_penalty_alpha, hps.first_step_context,
-               compiled_attention)
+               compiled_attention, shared_memory)
 
   @property
   def shares_memory(self):
