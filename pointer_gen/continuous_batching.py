@@ -70,18 +70,19 @@ class SlotDecoder:
                                         step=settings.max_dec_steps)
     search_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, self._empty)
     ids = tf.TensorSpec([None, None], tf.int32)
-    self._encode = tf.function(self._encode_articles, input_signature=[
+    self._encode = tf.function(self._encode_articles, autograph=False, input_signature=[
         ids, tf.TensorSpec([None], tf.int32), ids])
     rows_of = lambda t: tf.TensorSpec([None] + t.shape[1:].as_list(), t.dtype)  # [A, ...]
     encoded_spec = ({name: rows_of(v) for name, v in self.memory.items()},
                     tuple(rows_of(s) for s in state))
-    self._admit = tf.function(self._admit_articles, input_signature=[
+    self._admit = tf.function(self._admit_articles, autograph=False, input_signature=[
         search_spec, tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32),
         encoded_spec])
     scalar = tf.TensorSpec([], tf.int32)
-    self._run = tf.function(self._run_in_slots, input_signature=[search_spec, scalar])
+    self._run = tf.function(self._run_in_slots, autograph=False,
+                            input_signature=[search_spec, scalar])
     # The end of a stream: the searches still running, gathered into fewer rows.
-    self._run_gathered = tf.function(self._run_until_one_ends, input_signature=[
+    self._run_gathered = tf.function(self._run_until_one_ends, autograph=False, input_signature=[
         tf.nest.map_structure(rows_of, self._empty), encoded_spec[0], scalar])
 
   def _encode_articles(self, enc_input, enc_len, enc_input_ext):

@@ -241,6 +241,7 @@ def make_dataset(source, table, vocab_size, hps, batch_size=None):
   ds = tf.data.Dataset.from_generator(
       source, output_signature=(tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string)))
 
+  @tf.autograph.experimental.do_not_convert
   def featurize(article, abstract):
     return example_features(article, abstract, table, vocab_size, hps.max_enc_steps,
                             hps.max_dec_steps, hps.pointer_gen, hps.tokenizer, hps.lowercase)
@@ -253,7 +254,7 @@ def make_dataset(source, table, vocab_size, hps, batch_size=None):
   else:
     boundaries = list(range(_BUCKET_WIDTH, hps.max_enc_steps + 1, _BUCKET_WIDTH))
     ds = ds.bucket_by_sequence_length(
-        element_length_func=lambda ex: ex["enc_len"],
+        element_length_func=tf.autograph.experimental.do_not_convert(lambda ex: ex["enc_len"]),
         bucket_boundaries=boundaries,
         bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
         padded_shapes=shapes, padding_values=values, drop_remainder=True)

@@ -56,7 +56,7 @@ def make_search(model, settings, strategy=beam_search.BeamSearch):
   ids = tf.TensorSpec([None, None], tf.int32)
   searcher = strategy(settings)
 
-  @tf.function(input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
+  @tf.function(autograph=False, input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                 tf.TensorSpec([], tf.int32)])
   def search(enc_input, enc_len, enc_input_ext, max_oovs):
     return searcher.search(model, enc_input, enc_len, enc_input_ext, max_oovs)

@@ -75,7 +75,7 @@ class BestModelSelector:
 def make_score_fn(model, hps, vocab_size):
   """The compiled forward pass and losses of one batch: (per-example losses, batch scalars)."""
 
-  @tf.function(input_signature=[data.batch_spec()])
+  @tf.function(autograph=False, input_signature=[data.batch_spec()])
   def score(batch):
     outputs = model(batch, real_steps_only=True)
     per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)  # each [B]

@@ -102,16 +102,16 @@ class Summarizer(tf.Module):
 
   # Any shape: a SavedModel signature does not check the shape it is given, so a scalar would
   # reach the graph anyway and fail deep inside it; _batch checks it at run time instead.
-  @tf.function(input_signature=[tf.TensorSpec(None, tf.string, name="article")])
+  @tf.function(autograph=False, input_signature=[tf.TensorSpec(None, tf.string, name="article")])
   def summarize(self, article):
     outputs = self._summarize(article, keep_attention=False)
     return {k: outputs[k] for k in ("summary", "tokens", "log_prob", "p_gen_mean")}
 
-  @tf.function(input_signature=[tf.TensorSpec(None, tf.string, name="article")])
+  @tf.function(autograph=False, input_signature=[tf.TensorSpec(None, tf.string, name="article")])
   def attention(self, article):
     return self._summarize(article, keep_attention=True)
 
-  @tf.function(input_signature=[])
+  @tf.function(autograph=False, input_signature=[])
   def settings(self):
     return {name: tf.constant(value) for name, value in self._settings}
 

@@ -106,7 +106,7 @@ def attention_scores(memory_features, query_features, v, coverage=None, w_c=None
 _UNITS_PER_PASS = 8
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def compiled_attention_scores(memory_features_t, query_features, v, coverage=None, w_c=None,
                               beams=1):
   """attention_scores' values, without a gradient (decoding), as one XLA kernel. XLA's tanh
@@ -232,7 +232,7 @@ def _coverage_coefficients(coverage):
   return tf.stack([coverage, tf.ones_like(coverage)], axis=-1)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _compiled_activations(memory_features, query_features, coverage=None, w_c=None):
   """_activations as one XLA kernel."""
   features = memory_features + query_features[:, None, :]  # [B, L, U]
@@ -246,7 +246,7 @@ def _pre_tanh_gradient(activations, d_scores, v):
   return tf.raw_ops.TanhGrad(y=activations, dy=d_scores[:, :, None] * v)  # [B, L, U]
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _compiled_pre_tanh_gradient(activations, d_scores, v):
   """_pre_tanh_gradient as one XLA kernel."""
   return (1.0 - activations * activations) * (d_scores[:, :, None] * v)  # [B, L, U]

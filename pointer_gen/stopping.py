@@ -14,9 +14,9 @@ signal lands) wakes a watchdog thread: it logs the one `Stopping on SIGINT.` lin
 flag; if the process has not ended GRACE_SECS later, it ends it with exit status 0, after any
 write inside `critical()` has finished. A second signal ends it at once (writes still finish).
 Every file the modes write is written atomically (temporary name, then rename) or inside
-`critical()`, so a stop leaves each complete or absent. Such an exit (os._exit) skips atexit,
-through which TensorFlow's autograph deletes the source files it writes to the temporary
-directory: it deletes them first.
+`critical()`, so a stop leaves each complete or absent. Such an exit (os._exit) skips atexit
+handlers; none of the modes needs one (autograph, which deletes its generated source files at
+exit, converts nothing: every tf.function and tf.data function is built with it off).
 
 SIGINT is handled even when the process started with it ignored: a non-interactive shell starts
 background jobs that way, and an explicit `kill -INT` (a job runner, tools/soak.py) must still
@@ -45,9 +45,6 @@ CRITICAL_WAIT_SECS = 60.0
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _QUIT = 0  # written to the wakeup pipe by `uninstall`; no signal has number 0
 _PAUSE_VARIABLE = "POINTER_GEN_TESTING_PAUSE_AT"
-# Autograph writes each function it converts to a temporary `__autograph_generated_file*.py`,
-# imports it under its file's base name and deletes it at exit (atexit).
-_AUTOGRAPH_MODULE_PREFIX = "__autograph_generated_file"
 _DEFAULT_PAUSE_SECS = 60.0
 
 
@@ -80,21 +77,9 @@ def _flush_outputs():
       pass
 
 
-def _remove_autograph_files():
-  """Deletes the source files of this process's autograph-converted functions."""
-  for name, module in list(sys.modules.items()):
-    path = getattr(module, "__file__", None)
-    if name.startswith(_AUTOGRAPH_MODULE_PREFIX) and path:
-      try:
-        os.remove(path)
-      except OSError:  # already gone
-        pass
-
-
 def _hard_exit():
   """Ends the process with status 0 at once: no atexit handlers, no waiting for threads."""
   _in_background(_flush_outputs)
-  _remove_autograph_files()
   os._exit(0)  # pylint: disable=protected-access
 
 

@@ -113,9 +113,10 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
     return report
 
   # Reading the iterator cannot be compiled by XLA: only the step on the batch is.
-  compiled_step = tf.function(replica_step, jit_compile=True) if jit_compile else replica_step
+  compiled_step = (tf.function(replica_step, jit_compile=True, autograph=False) if jit_compile
+                   else replica_step)
 
-  @tf.function
+  @tf.function(autograph=False)
   def train_step(iterator):
     report = strategy.run(compiled_step, args=(next(iterator),))
     # Every replica holds the same all-reduced values: take the first one's.
@@ -196,7 +197,8 @@ class Trainer:
                                             shard_index=context.input_pipeline_id)
       self.sources.append(source)
       # Strings are not needed to train, and cannot be placed on accelerators.
-      return batches.map(lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string})
+      return batches.map(tf.autograph.experimental.do_not_convert(
+          lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string}))
 
     return self.strategy.distribute_datasets_from_function(per_worker)
 

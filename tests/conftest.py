@@ -124,8 +124,7 @@ def tf1_references(tmp_path_factory):
 @pytest.fixture(scope="session", autouse=True)
 def _session_tmpdir(tmp_path_factory):
   """Processes started by module- and session-scoped fixtures get a temporary directory (TMPDIR)
-  inside the session's: one that is killed leaves its files there (TensorFlow's autograph writes
-  one per converted function), not in the machine's /tmp."""
+  inside the session's: one that is killed leaves its files there, not in the machine's /tmp."""
   tempfile.gettempdir()  # cached before TMPDIR changes: this process keeps its own
   with pytest.MonkeyPatch.context() as patch:
     patch.setenv("TMPDIR", str(tmp_path_factory.mktemp("tmpdir")))

@@ -420,7 +420,7 @@ def test_short_soak_sigkill_training_beside_eval(tmp_path):
   assert summary["kills_during_checkpoint_write"] >= 1
   assert summary["unreadable_files"] == [] and summary["eval_failures"] == 0
   assert summary["checkpoints_loaded"] >= 3 and summary["eval_checkpoints_scored"] >= 1
-  # Each killed trainer left its autograph files; the clean stops at the end left none, and the
-  # soak deleted every process's temporary directory.
-  assert summary["temp_files_of_killed_runs"] >= 3 and summary["temp_files_after_stops"] == 0
+  # Nothing writes to a process's temporary directory (autograph, whose source files a killed
+  # process would leave there, converts nothing), and the soak deleted every one.
+  assert summary["temp_files_of_killed_runs"] == summary["temp_files_after_stops"] == 0
   assert os.listdir(tmp_path / "tmp") == []

@@ -228,7 +228,7 @@ def jsonl_story(record):
 def line_tokenizer(tokenizer, lowercase):
   """A function from a 1-D string tensor to the space-joined tokens of each element."""
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
   def tokenize(texts):
     tokens = text.tokenize(texts, tokenizer, lowercase)  # [n, (tokens)]
     return tf.strings.reduce_join(tokens, axis=-1, separator=" ")  # [n]

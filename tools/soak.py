@@ -76,8 +76,8 @@ def _log_time(stamp):
 
 class _Process:
   """One `python -m pointer_gen.run` with its output in a log file and a temporary directory
-  (TMPDIR) of its own: a killed process cannot delete its temporary files (TensorFlow's
-  autograph writes one per converted function), `remove_tmpdir` does."""
+  (TMPDIR) of its own: a killed process cannot delete its temporary files, `remove_tmpdir`
+  does."""
 
   def __init__(self, workdir, name, args):
     self.log_path = os.path.join(workdir, "logs", f"{name}.log")
@@ -277,7 +277,7 @@ def kill_soak(workdir, kills, seed, report=print):
     raise SoakError(f"{evaluator.log_path}: eval ended with {code}:\n{log[-3000:]}")
   if summary["temp_files_after_stops"]:
     raise SoakError(f"the stopped processes left {summary['temp_files_after_stops']} temporary "
-                    "files (autograph's, which a stop deletes)")
+                    "files")
   summary["eval_checkpoints_scored"] = len(re.findall(r"\] eval step \d+", log))
   for directory in (train_dir, eval_dir):
     checked = check_dir(directory)
