@@ -242,11 +242,10 @@ def serving_root(module):
                                                    module.settings)
   root.vocab_asset, root.word_to_id, root.id_to_word = (module.vocab_asset, module.word_to_id,
                                                         module.id_to_word)
-  captured = {}
-  for function in (module.summarize, module.attention, module.settings):
-    for variable in function.get_concrete_function().variables:
-      captured.setdefault(variable.ref(), variable)
-  root.model_variables = list(captured.values())
+  # The tf.Variable behind each Keras variable (outside a layer's call, `value` is that variable
+  # itself, not an autocast copy). Not found by tracing the functions: tf.saved_model.save
+  # traces them again in its own context, and each trace of a beam search takes seconds.
+  root.model_variables = [weight.value for weight in module.model.weights]
   return root
 
 
