@@ -4,6 +4,7 @@ directory of each test's own; and the order in which xdist's workers take the te
 Shared functions are in `helpers`."""
 
 import collections
+import gc
 import os
 import tempfile
 
@@ -43,6 +44,14 @@ LONGEST_FIRST = ("test_reliability.py", "test_stopping.py", "test_serving_loader
                  "test_recipe.py", "test_precision.py", "test_export.py", "test_tf1_checkpoint.py",
                  "test_clip_norm.py", "test_distribute.py", "test_raw_text.py", "test_ptb.py",
                  "test_run_record.py", "test_evaluate.py")
+
+
+def pytest_collection_finish(session):
+  """What collection imported (TensorFlow, Keras, the tests: some 390,000 objects) lives as
+  long as the process. Frozen, it is left out of the full garbage collections that tracing's
+  garbage sets off, which otherwise walk it every time."""
+  del session
+  gc.freeze()
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
