@@ -10,14 +10,12 @@ import io
 import json
 import os
 import struct
-import subprocess
-import sys
 
 from absl import flags
 import pytest
 import tensorflow as tf
 
-from helpers import REPO, load_tool
+from helpers import finish_tool_runs, load_tool, start_tool_runs
 from pointer_gen import records
 from pointer_gen.errors import DataError
 
@@ -450,14 +448,9 @@ def test_command_line(tmp_path):
                 "--abstract_key=summary", "--lowercase=false", f"--out_dir={tmp_path}/out_jsonl"],
       **failing,
   }
-  # One process (helpers/tool_mains.py), the stories as the command line runs them.
-  result = subprocess.run(
-      [sys.executable, os.path.join("tests", "helpers", "tool_mains.py"),
-       os.path.join("tools", "make_datafiles.py"), json.dumps(list(runs.values()))],
-      cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO)),
-      capture_output=True, text=True, timeout=300, check=False)
-  assert result.returncode == 0, result.stderr[-3000:]
-  results = dict(zip(runs, json.loads(result.stdout.splitlines()[-1])))
+  # One process, the stories as the command line runs them.
+  results = dict(zip(runs, finish_tool_runs(start_tool_runs("make_datafiles.py",
+                                                            list(runs.values())), timeout=300)))
   code, out, err = results.pop("stories")
   assert code == 0, err
   assert (f"Wrote train.bin, val.bin, test.bin, vocab, vocab.tokenization.json and 3 chunked "

@@ -8,16 +8,13 @@ import json
 import os
 import re
 import struct
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
+from helpers import finish_tool_runs, start_tool_runs
 from pointer_gen import records
 from pointer_gen.errors import DataError
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---------------------------------------------------------------- independent .bin helpers
@@ -440,13 +437,9 @@ CONVERT_RECORDS = [
 
 
 def _run_tool(tool, runs):
-  """{name: (exit code, stdout, stderr)} of `python tools/<tool> args` for each name: args of
-  `runs`, in one process (helpers/tool_mains.py)."""
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-  return subprocess.Popen(
-      [sys.executable, os.path.join("tests", "helpers", "tool_mains.py"),
-       os.path.join("tools", tool), json.dumps(list(runs.values()))],
-      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), list(runs)
+  """The process running `python tools/<tool> args` for each name: args of `runs`
+  (helpers.start_tool_runs), and the names."""
+  return start_tool_runs(tool, list(runs.values())), list(runs)
 
 
 @pytest.fixture(scope="module")
@@ -486,9 +479,7 @@ def tool_runs(tmp_path_factory):
   ]
   results = {}
   for proc, names in procs:
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err[-3000:]
-    results.update(zip(names, map(tuple, json.loads(out.splitlines()[-1]))))
+    results.update(zip(names, finish_tool_runs(proc, timeout=120)))
   return tmp, results
 
 

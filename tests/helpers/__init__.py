@@ -3,6 +3,7 @@ running the entry point and the tools in this process, and numpy forms of the mo
 functions. The scripts beside this file run as subprocesses of the tests."""
 
 import importlib.util
+import json
 import os
 import pathlib
 import re
@@ -120,6 +121,24 @@ def run_tf1_references(scripts, out_dir):
     with np.load(directory / "reference.npz") as npz:
       references[directory.name] = directory, {k: npz[k] for k in npz.files}
   return references
+
+
+def start_tool_runs(tool, argv_lists):
+  """Starts `python tools/<tool> *argv` for each argv of argv_lists, all in one fresh process
+  (helpers/tool_mains.py, which pays TensorFlow's import once); finish_tool_runs gives what
+  each ended with."""
+  return subprocess.Popen(
+      [sys.executable, str(REPO / "tests" / "helpers" / "tool_mains.py"),
+       str(REPO / "tools" / tool), json.dumps(argv_lists)],
+      cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO)),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_tool_runs(process, timeout):
+  """[(exit code, stdout, stderr)] of each run of a start_tool_runs process, once it exited 0."""
+  out, err = process.communicate(timeout=timeout)
+  assert process.returncode == 0, err[-3000:]
+  return [tuple(result) for result in json.loads(out.splitlines()[-1])]
 
 
 def np64(x):
