@@ -345,15 +345,20 @@ def trained_model(hps, vocab, steps):
   return trainer.model
 
 
+def decode_examples(hps, vocab, count):
+  """The first `count` examples of --decode_data_path, as single-pass decode reads them."""
+  _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.decode_data_path), vocab,
+                                   single_pass=True)
+  return list(itertools.islice(decode.examples(dataset), count))
+
+
 def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attention=True):
   """Articles per second of single-pass decode with continuous batching over `slots` slots,
   and the summaries' lengths (decoder steps). The first `slots` articles and then the timed
   ones are decoded once untimed first: that traces the compiled functions and compiles
   --compiled_attention's kernel for every shape the timed run meets."""
-  _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.decode_data_path), vocab,
-                                   single_pass=True, batch_size=slots)
   # Read first, so that the time holds no input work.
-  examples = list(itertools.islice(decode.examples(dataset), slots + articles))
+  examples = decode_examples(hps, vocab, slots + articles)
   settings = search_lib.Settings.from_hparams(hps, compiled_attention=compiled_attention)
   decoder = continuous_batching.SlotDecoder(model, settings, slots, hps.max_enc_steps)
   list(decoder.decode(examples[:slots]))
@@ -372,9 +377,7 @@ def time_saved_model_serving(hps, vocab, model, batch_size, slots, articles,
   through its serving_default signature: the articles time_continuous_decode times (its .bin
   text, split on whitespace as decode splits it), all run once untimed first (which compiles
   the compiled attention for every shape met)."""
-  _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.decode_data_path), vocab,
-                                   single_pass=True, batch_size=slots)
-  texts = [e["article"] for e in itertools.islice(decode.examples(dataset), slots + articles)]
+  texts = [e["article"] for e in decode_examples(hps, vocab, slots + articles)]
   batches = [tf.constant(texts[i:i + batch_size])
              for i in range(slots, len(texts), batch_size)]
   with tempfile.TemporaryDirectory() as tmp:
