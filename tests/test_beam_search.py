@@ -180,8 +180,7 @@ def test_copy_index_names_each_position_s_distinct_id():
 def test_top_of_final_distribution_equals_top_k_of_the_distribution(pointer, seed, ties):
   """The candidates' top k against top_k over the whole final distribution: repeated article
   ids (their attention summed), OOV ids, best vocabulary ids that are also in the article, and
-  (ties) equal logits and equal attention, so that equal probabilities meet at the cut;
-  """
+  (ties) equal logits and equal attention, so that equal probabilities meet at the cut."""
   rng = np.random.default_rng(seed)
   rows, vocab, length, oovs, k = 6, 40, 9, 3, 8
   logits = rng.normal(0.0, 2.0, (rows, vocab))
