@@ -107,6 +107,10 @@ def define_flags():
   f.DEFINE_integer("max_attn_vis_files", 100, "Continuous decode: keep the attention JSON of "
                    "at most this many newest examples in <run>/decode/attn_vis/ (older ones "
                    "are deleted); 0 = none, only attn_vis_data.json.")
+  f.DEFINE_string("decode_dir", "", "Single-pass decode: the directory of its summaries, "
+                  "ROUGE and metrics.json, inside the run directory (or a path). Empty: the "
+                  "original's decode_<split>_<settings>_ckpt-<step>, with the data's format after "
+                  "the split when it is not .bin (decode_test_jsonl_...).")
   f.DEFINE_enum("rouge_tokenizer", "default", ["default", "whitespace"],
                 "default: rouge-score's English tokenizer (keeps only [a-z0-9]); whitespace: "
                 "lower-case and split on spaces, for other languages.")
@@ -200,6 +204,7 @@ class HParams:
   eval_poll_secs: float = 5.0
   max_decode_examples: int = 0
   max_attn_vis_files: int = 100
+  decode_dir: str = ""
   rouge_tokenizer: str = "default"
   block_ngram_repeat: int = 0
   length_penalty_alpha: float | None = None

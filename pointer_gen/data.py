@@ -147,6 +147,7 @@ class RecordSource:
     self.data_format = data_format
     self.single_pass = single_pass
     self.skips = records.SkipCounter()
+    self._skips_logged = 0  # the skips' total when the epoch lines last reported it
     self._rng = random.Random(seed)
     self.error = None
 
@@ -202,8 +203,9 @@ class RecordSource:
     return (total - self.log_ahead - self.log_every // 2) // self.log_every
 
   def _log_epochs(self, first, last, examples):
-    if self.skips.total:
+    if self.skips.total != self._skips_logged:
       logging.warning("Data: %s", self.skips.summary())
+      self._skips_logged = self.skips.total
     if first == last:
       logging.info("Finished data epoch %d; starting the next.", last)
     else:
@@ -293,29 +295,44 @@ def article_oov_rate(hps, vocab, tokenizer=None, lowercase=None, num_examples=OO
 def warn_if_many_oovs(hps, vocab):
   """Logs a warning when more than OOV_WARNING_RATE of the first articles' tokens are out of
   vocabulary, or when another --tokenizer/--lowercase would leave fewer than half as many (and
-  OOV_MIN_GAIN fewer), naming the rate, the vocab, --tokenizer and --lowercase and the better
-  tokenisation; returns the rate. When the whole vocab file would leave fewer than half as many
-  (and OOV_MIN_GAIN fewer), the warning names --vocab_size as the cause instead."""
+  OOV_MIN_GAIN fewer), naming the rate, the vocab, --tokenizer and --lowercase and the likely
+  cause; returns the rate. The cause named: --vocab_size, when the whole vocab file would leave
+  fewer than half as many (and OOV_MIN_GAIN fewer); the tokenisation, unless the vocab's
+  `.tokenization.json` records this very one; else a vocab too small for the data."""
   reads = raw_text.reading(hps)
   rate = article_oov_rate(hps, vocab, *reads)
   if rate is None:
     return None
-  others = [(t, l) for t in text.TOKENIZERS for l in (False, True) if (t, l) != reads]
-  rates = {s: article_oov_rate(hps, vocab, *s) for s in others}
-  best = min(rates, key=lambda s: rates[s])
-  better = _much_lower(rates[best], rate)
+  sidecar = vocab_lib.read_tokenization(hps.vocab_path)
+  same_tokenization = sidecar is not None and reads in (
+      (sidecar["tokenizer"], sidecar["lowercase"]),
+      (sidecar.get("raw_tokenizer"), sidecar.get("raw_lowercase")))
+  rates = {}
+  if not same_tokenization:
+    others = [(t, l) for t in text.TOKENIZERS for l in (False, True) if (t, l) != reads]
+    rates = {s: article_oov_rate(hps, vocab, *s) for s in others}
+  best = min(rates, key=lambda s: rates[s], default=None)
+  better = best is not None and _much_lower(rates[best], rate)
   if rate <= OOV_WARNING_RATE and not better:
     return rate
   if _warned_truncation(hps, vocab, rate):
     return rate
-  hint = (f" With --tokenizer={best[0]} --lowercase={str(best[1]).lower()} it would be "
-          f"{100 * rates[best]:.1f} %." if better else "")
+  if same_tokenization:
+    recorded_in = vocab_lib.tokenization_path(hps.vocab_path)
+    cause = (f"the vocab was made with this tokenisation ({recorded_in} records it), so it holds "
+             f"too few of this data's words ({len(vocab)} entries): make it from more of the "
+             "training data (tools/make_vocab.py)")
+  else:
+    cause = ("was the vocab made with another tokenizer or case (tools/make_vocab.py "
+             "--tokenizer, --lowercase)?")
+    if better:
+      cause += (f" With --tokenizer={best[0]} --lowercase={str(best[1]).lower()} it would be "
+                f"{100 * rates[best]:.1f} %.")
   logging.warning(
       "%.1f %% of the article tokens of the first examples (up to %d) of --data_path=%s are out of "
-      "the vocabulary %s with --tokenizer=%s --lowercase=%s: was the vocab made with another "
-      "tokenizer or case (tools/make_vocab.py --tokenizer, --lowercase)?%s",
+      "the vocabulary %s with --tokenizer=%s --lowercase=%s: %s",
       100 * rate, OOV_CHECK_EXAMPLES, hps.data_path, hps.vocab_path, reads[0],
-      str(reads[1]).lower(), hint)
+      str(reads[1]).lower(), cause)
   return rate
 
 

@@ -19,6 +19,7 @@ from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
 from pointer_gen import raw_text
+from pointer_gen import records
 from pointer_gen import search as search_lib
 from pointer_gen import stopping
 from pointer_gen import text
@@ -32,12 +33,17 @@ _PER_EXAMPLE = "per_example.jsonl"
 
 def decode_dir_name(hps, ckpt_path):
   """The original's directory name, e.g. decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-5,
-  with a suffix for each search option off the original's default, so that decoding one
-  checkpoint both ways gives two directories instead of a refusal to overwrite the first."""
+  with the data's format after the split when it is not the original's .bin (a test set as
+  .bin and as raw JSONL are two data sets) and a suffix for each search option off the
+  original's default, so that decoding one checkpoint both ways gives two directories instead of
+  a refusal to overwrite the first."""
   base = os.path.basename(hps.data_path)
   split = next((s for s in ("train", "val", "test") if s in base), None)
   if split is None:
     split = re.sub(r"[^A-Za-z0-9]+", "", base.split(".")[0]) or "data"
+  data_format = records.detect_format(records.expand_glob(hps.data_path)[0], hps.data_format)
+  if data_format != "bin":
+    split += f"_{data_format}"
   extras = ""
   if hps.first_step_context != "original":
     extras += f"_{hps.first_step_context}ctx"
@@ -89,10 +95,24 @@ def examples(batches):
       }
 
 
-class Summary:
-  """One decoded example, as words: the search's `result` for the article `example`."""
+def reference_sentences(abstract, tokenizer, lowercase):
+  """The reference summary's sentences (the lines of `abstract`) as the model's tokens joined by
+  spaces: tokenised and cased as the articles (raw_text.reading), so that raw text's references
+  are those its prepared data (.bin) holds, and ROUGE scores a summary of either alike. ptb
+  gives each line its own period, as the prepared data's sentences have."""
+  lines = [line for line in abstract.split("\n") if line.strip()]
+  if not lines:
+    return []
+  tokens = text.tokenize(tf.constant(lines, tf.string), tokenizer, lowercase)  # [S, (tokens)]
+  sentences = (" ".join(t.decode("utf-8") for t in row) for row in tokens.to_list())
+  return [s for s in sentences if s]
 
-  def __init__(self, vocab, result, example):
+
+class Summary:
+  """One decoded example, as words: the search's `result` for the article `example`, whose
+  data `reads` (tokenizer, lowercase) make the reference's tokens."""
+
+  def __init__(self, vocab, result, example, reads):
     oovs = example["article_oovs"]
     length = int(result["length"])
     ids = [int(i) for i in result["tokens"][:length]]
@@ -106,7 +126,7 @@ class Summary:
     self.attn = (result["attn"][:length, :len(example["enc_input"])] if "attn" in result
                  else None)
     self.sentences = metrics.sentences_from_words(words)
-    self.reference = [s for s in example["abstract"].split("\n") if s.strip()]
+    self.reference = reference_sentences(example["abstract"], *reads)
     self.article = example["article"]
 
 
@@ -139,15 +159,15 @@ class SinglePassDecoder:
 
   def __init__(self, hps, vocab, model, ckpt_path, strategy=beam_search.BeamSearch):
     self.hps, self.vocab, self.model, self.strategy = hps, vocab, model, strategy
-    self.dir = os.path.join(hps.run_dir, decode_dir_name(hps, ckpt_path))
+    self.dir = os.path.join(hps.run_dir, hps.decode_dir or decode_dir_name(hps, ckpt_path))
     self.ref_dir = os.path.join(self.dir, "reference")
     self.dec_dir = os.path.join(self.dir, "decoded")
 
   def _already_decoded(self):
     """How many examples an interrupted run completed (decoded files 0..k-1 present)."""
     if os.path.exists(os.path.join(self.dir, "metrics.json")):
-      raise DataError(f"{self.dir} already holds a finished decode (metrics.json); move it away "
-                      "or decode another checkpoint")
+      raise DataError(f"{self.dir} already holds a finished decode (metrics.json); move it away, "
+                      "decode another checkpoint, or name another directory with --decode_dir")
     done = 0
     while os.path.exists(os.path.join(self.dec_dir, f"{done:06d}_decoded.txt")):
       done += 1
@@ -181,12 +201,13 @@ class SinglePassDecoder:
     decoder = continuous_batching.SlotDecoder(self.model, settings, self.hps.batch_size,
                                               self.hps.max_enc_steps, self.strategy)
     articles = itertools.islice(examples(dataset), max(total - done, 0))
+    reads = raw_text.reading(self.hps)
     progress, first_done = Progress(total), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
       for example, result in decoder.decode(articles):
         if stopping.requested():
           break
-        summary = Summary(self.vocab, result, example)
+        summary = Summary(self.vocab, result, example, reads)
         # The log line goes before the decoded file, whose presence marks the example done:
         # a kill between the two then leaves a surplus line (dropped on resume), never a
         # decoded example without its line (which the resume refuses).
@@ -274,23 +295,22 @@ class SinglePassDecoder:
 
 
 def ngram_figures(decoded, references, articles, tokenizer, lowercase):
-  """metrics.ngram_stats of decoded and reference summaries (lists of sentence lines) against
-  the articles (strings), all three tokenised as the model saw the article: references split on
-  raw whitespace would keep case and punctuation that the decoded words and article lack, and
-  count as novel what was copied."""
+  """metrics.ngram_stats of decoded and reference summaries (lists of sentence lines of the
+  model's tokens: the decoded words, reference_sentences) against the articles (strings),
+  tokenised as the model saw them (`tokenizer`, `lowercase`): references split on raw
+  whitespace would keep case and punctuation that the decoded words and article lack, and count
+  as novel what was copied."""
 
-  def tokens(texts, tokenizer=tokenizer, lowercase=lowercase):
+  def tokens(texts, tokenizer, lowercase):
     ragged = text.tokenize(tf.constant(texts, tf.string) if texts else tf.zeros([0], tf.string),
                            tokenizer, lowercase)  # [N, (tokens)]
     return [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
 
-  # ptb's output is not ptb's input (`-lrb-`, `` `` ``, a `.` added to every line): the decoded
-  # words, already the model's tokens, are only split. Reference sentences are lines, as the
-  # training pipeline tokenises them (the other tokenizers treat a newline as a space).
-  decoded_tokens = (tokens([" ".join(d) for d in decoded], "whitespace", False)
-                    if tokenizer == "ptb" else tokens([" ".join(d) for d in decoded]))
-  return metrics.ngram_stats(decoded_tokens, tokens(["\n".join(r) for r in references]),
-                             tokens(articles))
+  # The summaries are tokens already, and ptb's output is not ptb's input (`-lrb-`, `` `` ``, a
+  # `.` added to every line): they are only split.
+  return metrics.ngram_stats(tokens([" ".join(d) for d in decoded], "whitespace", False),
+                             tokens([" ".join(r) for r in references], "whitespace", False),
+                             tokens(articles, tokenizer, lowercase))
 
 
 def final_report(result, directory):
@@ -350,7 +370,7 @@ class CheckpointFollowingDecoder:
         break
       (example,) = examples([batch])
       (result,) = run_search(search, batch)
-      summary = Summary(self.vocab, result, example)
+      summary = Summary(self.vocab, result, example, self.reads)
       article_words = summary.article.split()[:self.hps.max_enc_steps]
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
       logging.info("REFERENCE SUMMARY: %s", " ".join(summary.reference))

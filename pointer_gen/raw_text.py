@@ -23,6 +23,8 @@ from pointer_gen.errors import flag_text
 STATEMENT = "--raw_tokenizer and --raw_lowercase"
 # For the data and checkpoints that carry no record.
 PAPER = "--raw_tokenizer=ptb --raw_lowercase"
+# How the source of the user's statement starts (`settle`'s list of what knows the value).
+_GIVEN = "given as "
 
 
 def settle(hps, given, recorded=None):
@@ -30,14 +32,14 @@ def settle(hps, given, recorded=None):
   when none does). `given`: the flags the user set; `recorded`: the run's record, if this mode
   reads it.
 
-  Raises DataError when two sources disagree, or for --raw_lowercase without --raw_tokenizer.
+  Raises DataError when two sources disagree, or for --raw_lowercase without --raw_tokenizer. A
+  statement of --raw_tokenizer alone says nothing of the case: it takes a known source's.
   """
-  known = []  # (value, where it came from)
-  if "raw_tokenizer" in given:
-    known.append(((hps.raw_tokenizer, bool(hps.raw_lowercase)), f"given as {STATEMENT}"))
-  elif "raw_lowercase" in given:
+  stated = [f"--{name}" for name in ("raw_tokenizer", "raw_lowercase") if name in given]
+  if stated == ["--raw_lowercase"]:
     raise DataError(f"--raw_lowercase={flag_text(hps.raw_lowercase)} without --raw_tokenizer: "
                     "state how raw text became the data's tokens with both")
+  known = []  # (value, where it came from)
   if recorded and recorded.get("raw_tokenizer") is not None:
     known.append(((recorded["raw_tokenizer"], recorded["raw_lowercase"]),
                   f"recorded in {run_record.path_in(hps.run_dir)}"))
@@ -48,10 +50,14 @@ def settle(hps, given, recorded=None):
   flags = f"--tokenizer={hps.tokenizer} --lowercase={flag_text(hps.lowercase)}"
   if hps.tokenizer != "whitespace":
     known.append(((hps.tokenizer, hps.lowercase), f"{flags}, which read raw text"))
-  elif not known and hps.mode == "train" and set(_formats(hps)) == {"jsonl"}:
+  elif not known and not stated and hps.mode == "train" and set(_formats(hps)) == {"jsonl"}:
     # Raw text that nothing else describes becomes the model's tokens as training reads it.
     known.append(((hps.tokenizer, hps.lowercase),
                   f"{flags}, with which this run reads its JSONL training data"))
+  if stated:
+    lowercase = (known[0][0][1] if known and "--raw_lowercase" not in stated
+                 else bool(hps.raw_lowercase))
+    known.insert(0, ((hps.raw_tokenizer, lowercase), _GIVEN + " and ".join(stated)))
   for value, source in known[1:]:
     if value != known[0][0]:
       raise _conflict(known[0], (value, source))
@@ -140,13 +146,18 @@ def _formats(hps):
 
 
 def _conflict(first, second):
-  (a, a_source), (b, b_source) = sorted((first, second), key=lambda k: STATEMENT not in k[1])
-  if STATEMENT in a_source:
-    hint = (f"leave {STATEMENT} out to use the known value, or start a new run (another "
-            "--exp_name)")
+  """The DataError of two sources that disagree; a statement of the user's comes first, showing
+  only what it stated."""
+  (a, a_source), (b, b_source) = sorted((first, second),
+                                        key=lambda k: not k[1].startswith(_GIVEN))
+  if a_source.startswith(_GIVEN):
+    stated = a_source[len(_GIVEN):]
+    hint = f"leave {stated} out to use the known value, or start a new run (another --exp_name)"
+    a_text = _pair(a) if "--raw_lowercase" in stated else f"raw_tokenizer={a[0]}"
   else:
     hint = "the run, its vocab and its data must agree: use the data and vocab it was made with"
-  return DataError(f"how raw text became this run's tokens: {_pair(a)} ({a_source}) "
+    a_text = _pair(a)
+  return DataError(f"how raw text became this run's tokens: {a_text} ({a_source}) "
                    f"contradicts {_pair(b)} ({b_source}); {hint}")
 
 

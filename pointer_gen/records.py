@@ -72,16 +72,22 @@ def detect_format(path, data_format="auto"):
 
 
 class SkipCounter:
-  """Counts skipped records by reason and logs the first few of each reason."""
+  """Counts skipped records by reason and logs the first few of each reason. A record is counted
+  and logged once, however many passes over the data meet it (training reads its files again
+  every epoch)."""
 
   def __init__(self):
     self.counts = collections.Counter()
+    self._seen = set()  # (source, index) of the records counted
 
   @property
   def total(self):
     return sum(self.counts.values())
 
   def skip(self, source, index, reason, detail=""):
+    if (source, index) in self._seen:
+      return
+    self._seen.add((source, index))
     self.counts[reason] += 1
     count = self.counts[reason]
     if count > MAX_LOGGED_PER_REASON:
@@ -301,6 +307,47 @@ def _check_encodable(text, index):
   except UnicodeEncodeError as e:
     raise _Skip("invalid UTF-8", f"line {index + 1}: lone surrogate escape "
                 f"\\u{ord(e.object[e.start]):04x}") from e
+
+
+def _first_object(path):
+  """(line index, object) of the first line of a JSONL file that holds a JSON object, or None."""
+  with open(path, "rb") as f:
+    for index, raw in enumerate(f):
+      try:
+        obj = json.loads(raw.decode("utf-8-sig"))
+      except (ValueError, RecursionError):  # blank, broken or not UTF-8: the reader skips it
+        continue
+      if isinstance(obj, dict):
+        return index, obj
+  return None
+
+
+def summary_key(path, article_key=ARTICLE_KEY, abstract_key=DEFAULT_ABSTRACT_KEY,
+                other_abstract_keys=()):
+  """The abstract_key to read a JSONL file with, from its first record (a file's records share
+  their fields, and a file whose first record lacks one would be skipped whole, a record at a
+  time): the one given, or without one the default (abstract_sentences, else abstract), else the
+  first of `other_abstract_keys` the record has. A first record without the article field or the
+  summary field is a DataError naming the fields it has and the flag to give."""
+  first = _first_object(path)
+  if first is None:
+    return abstract_key  # no record to go by: each line is skipped and counted
+  index, obj = first
+  where = f"{path}: line {index + 1} has the fields {', '.join(sorted(obj)) or '(none)'}"
+  if article_key not in obj:
+    raise DataError(f"{where}, no --article_key={article_key}: give the field of the article")
+  if abstract_key:
+    if abstract_key not in obj:
+      raise DataError(f"{where}, no --abstract_key={abstract_key}: give the field of the summary")
+    return abstract_key
+  if "abstract_sentences" in obj or "abstract" in obj:
+    return abstract_key
+  for key in other_abstract_keys:
+    if key in obj:
+      return key
+  *keys, last = ("abstract_sentences", "abstract", *other_abstract_keys)
+  known = f"{', '.join(keys)} or {last}"
+  raise DataError(f"{where}, none of {known}: give the field of the summary with --abstract_key")
 
 
 def read_jsonl(path, skips: SkipCounter, article_key=ARTICLE_KEY,

@@ -41,12 +41,13 @@ def main(argv):
   stopping.exit_if_requested()  # a signal while TensorFlow was being imported
   try:
     hps = settle.hparams(FLAGS)
+    # Before the first write (the run's record): a file that is not a vocab stops here.
+    vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
     settle.record_raw_text(hps, FLAGS)
     environment.configure_tensorflow(hps.debug)
     # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
     strategy = (distribute.make_strategy(hps.strategy, hps.tpu)
                 if hps.mode == "train" and not hps.checkpoint_utility else None)
-    vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
     if hps.mode != "export" and not hps.checkpoint_utility:
       data.warn_if_many_oovs(hps, vocab)
     if hps.checkpoint_utility or hps.mode == "export":

@@ -29,6 +29,7 @@ import tensorflow as tf
 
 import pointer_gen
 from pointer_gen import files
+from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import flag_text
 from pointer_gen.errors import make_output_dir
@@ -167,20 +168,32 @@ def reconcile(hps, given, changeable=()):
   if recorded is None:
     return hps
   path = path_in(hps.run_dir)
-  changes = {}
+  changes = {"vocab_path": _reconcile_vocab(hps, given, recorded, path)}
   for name in FIXED + DATA:
     if name not in recorded:
       continue
     value = recorded[name]
     if name not in given:
       changes[name] = value
-    elif getattr(hps, name) != value and name in FIXED and name not in changeable:
+    elif (getattr(hps, name) != value and name in FIXED and name not in changeable
+          and not (name == "vocab_size"
+                   and _same_vocab(changes["vocab_path"], getattr(hps, name), value))):
       raise DataError(
           f"--{name}={flag_text(getattr(hps, name))} conflicts with {name}={flag_text(value)} "
           f"recorded in {path}, with which this run's model was trained: leave "
           f"--{name} out to use the recorded value, or start a new run (another --exp_name)")
-  changes["vocab_path"] = _reconcile_vocab(hps, given, recorded, path)
   return hps.replace(**changes).validated()
+
+
+def _same_vocab(vocab_path, size, other_size):
+  """Whether --vocab_size `size` and `other_size` keep the same entries of the vocab file (0
+  and any size from the file's whole size up keep it all). A vocab that cannot be read is not
+  the same: reading it later reports why."""
+  try:
+    whole = len(vocab_lib.Vocab.from_file(vocab_path, 0))
+  except DataError:
+    return False
+  return min(size or whole, whole) == min(other_size or whole, whole)
 
 
 def _reconcile_vocab(hps, given, recorded, path):

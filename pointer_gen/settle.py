@@ -40,6 +40,8 @@ def hparams(flag_values):
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
     hps, recorded = from_run(hps, given)
   hps = _resolve_data(hps, given)
+  if hps.mode != "export" and not utility:
+    _check_json_fields(hps)
   vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase)
   hps = raw_text.settle(hps, given, recorded)
   if hps.mode == "export":
@@ -92,6 +94,14 @@ def _coverage(hps, given, recorded, checkpoint):
                     f"{checkpoint}, which {fact}: leave --coverage out to build the model as the "
                     f"checkpoint has it{hint}")
   return coverage
+
+
+def _check_json_fields(hps):
+  """Raises DataError when the first record of a JSONL file of --data_path lacks the article or
+  the summary field: every record would be skipped, one warning at a time."""
+  for path in records.expand_glob(hps.data_path):
+    if records.detect_format(path, hps.data_format) == "jsonl":
+      records.summary_key(path, hps.article_key, hps.abstract_key)
 
 
 def _resolve_data(hps, given):

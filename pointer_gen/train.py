@@ -4,6 +4,7 @@
 import contextlib
 import datetime
 import os
+import shutil
 import time
 
 from absl import logging
@@ -13,6 +14,7 @@ import tensorflow as tf
 from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import distribute
+from pointer_gen import files
 from pointer_gen import losses
 from pointer_gen import run_lock
 from pointer_gen import run_record
@@ -157,6 +159,7 @@ class Trainer:
     self.manager = self.state.manager(self.out_dir.path)
     self.sources = []
     self.skipped_nonfinite = 0
+    self.steps_run = 0  # steps this trainer has applied
     self._iterator = None
 
   def restore(self):
@@ -245,6 +248,7 @@ class Trainer:
           seconds = time.time() - start
           row = {"step": step, **{k: float(v) for k, v in scalars.items() if k != "finite"}}
           history.append(row)
+          self.steps_run += 1
           step_log.add(row)
           if step % hps.log_every_n_steps == 0:
             step_log.log()
@@ -335,21 +339,80 @@ def _curve_summary(history):
   return " ".join(parts[:1]) + " " + ", ".join(parts[1:]) + " (means of the first and last tenth)"
 
 
+class _RunDirectorySnapshot:
+  """What of a run directory a trainer may write existed before it started: a trainer that
+  fails before its first step (data without a usable example, a checkpoint that does not fit)
+  puts the directory back as it found it, so that no record, lock, events file or empty
+  directory says a run was made."""
+
+  def __init__(self, hps):
+    self.train_dir = hps.train_dir
+    self.record = run_record.path_in(hps.run_dir)
+    self.lock = os.path.join(hps.run_dir, run_lock.LOCK_NAME)
+    self.missing_dirs = []  # deepest first
+    directory = os.path.abspath(self.train_dir)
+    while not os.path.isdir(directory):
+      self.missing_dirs.append(directory)
+      directory = os.path.dirname(directory)
+    self.train_entries = set(os.listdir(self.train_dir)) if os.path.isdir(self.train_dir) else set()
+    self.record_bytes = _read_bytes(self.record)
+    self.had_lock = os.path.exists(self.lock)
+
+  def restore(self):
+    if os.path.isdir(self.train_dir):
+      for name in set(os.listdir(self.train_dir)) - self.train_entries:
+        path = os.path.join(self.train_dir, name)
+        if os.path.isdir(path):
+          shutil.rmtree(path)
+        else:
+          os.remove(path)
+    if self.record_bytes is None:
+      with contextlib.suppress(FileNotFoundError):
+        os.remove(self.record)
+    elif _read_bytes(self.record) != self.record_bytes:
+      with files.atomic_file(self.record, "wb") as f:
+        f.write(self.record_bytes)
+    if not self.had_lock:
+      with contextlib.suppress(FileNotFoundError):
+        os.remove(self.lock)
+    for directory in self.missing_dirs:
+      with contextlib.suppress(OSError):  # not empty: something else wrote there meanwhile
+        os.rmdir(directory)
+    logging.info("Training failed before its first step: %s is as it was before.",
+                 os.path.dirname(self.record))
+
+
+def _read_bytes(path):
+  try:
+    with open(path, "rb") as f:
+      return f.read()
+  except FileNotFoundError:
+    return None
+
+
 def run(hps, vocab, strategy):
   """`--mode=train`: trains the run (under its trainer lock) and prints the loss curve."""
   # Only the chief writes the run directory; the other workers write private temporary ones.
   chief = distribute.is_chief(strategy)
-  with run_lock.held(hps.run_dir) if chief else contextlib.nullcontext():
-    # A new run's record comes before its train dir, which an eval started beside waits for;
-    # a resumed run's after the restore, so that a checkpoint not fitting the flags fails first.
-    resumed = checkpoints.newest(hps.train_dir)
-    if chief and not resumed:
-      run_record.write(hps, new_run=True)
-    trainer = Trainer(hps, vocab, strategy)
-    trainer.restore()
-    if chief and resumed:
-      run_record.write(hps)
-    history = trainer.train(restored=True)
+  snapshot = _RunDirectorySnapshot(hps) if chief else None
+  trainer = None
+  try:
+    with run_lock.held(hps.run_dir) if chief else contextlib.nullcontext():
+      # A new run's record comes before its train dir, which an eval started beside waits
+      # for; a resumed run's after the restore, so that a checkpoint not fitting the flags
+      # fails first.
+      resumed = checkpoints.newest(hps.train_dir)
+      if chief and not resumed:
+        run_record.write(hps, new_run=True)
+      trainer = Trainer(hps, vocab, strategy)
+      trainer.restore()
+      if chief and resumed:
+        run_record.write(hps)
+      history = trainer.train(restored=True)
+  except Exception:
+    if snapshot and not (trainer and trainer.steps_run):
+      snapshot.restore()
+    raise
   if history:
     print(_curve_summary(history))
   print(f"Checkpoints and TensorBoard logs: {os.path.abspath(hps.train_dir)}")

@@ -42,29 +42,35 @@ class Vocab:
       raise DataError(f"--vocab_path={path}: no such file")
     words = []
     seen = {}
+    shape = _VocabShape(path)
     with open(path, "rb") as f:
       for line_no, raw in enumerate(f, start=1):
         if max_size and len(words) + len(SPECIALS) >= max_size:
           break
+        # ASCII whitespace only, as the tokenizer (tf.strings.split) and the original (bytes):
+        # str.split would also cut at U+00A0 etc. and turn the token 'x\u00a0' into 'x'.
+        fields = raw.split()
+        shape.add(line_no, fields)
         try:
           line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
+          shape.check()
           raise DataError(f"{path}:{line_no}: vocab line is not valid UTF-8 ({e.reason})") from e
-        # ASCII whitespace only, as the tokenizer (tf.strings.split) and the original (bytes):
-        # str.split would also cut at U+00A0 etc. and turn the token 'x\u00a0' into 'x'.
-        fields = [field.decode("utf-8") for field in raw.split()]
         if len(fields) != 2:
           logging.warning("%s:%d: skipping vocab line that is not 'word count': %r",
                           path, line_no, line.rstrip("\n"))
           continue
-        word = fields[0]
+        word = fields[0].decode("utf-8")
         if word in FORBIDDEN:
+          shape.check()
           raise DataError(f"{path}:{line_no}: vocab file must not contain {word!r}; "
                           f"{', '.join(SPECIALS)} get ids 0-3 automatically")
         if word in seen:
+          shape.check()
           raise DataError(f"{path}:{line_no}: duplicate word {word!r} (first on line {seen[word]})")
         seen[word] = line_no
         words.append(word)
+    shape.check(final=True)
     vocab = cls(words)
     logging.info("Read %d words from %s (vocab size %d with specials)", len(words), path, len(vocab))
     return vocab
@@ -103,6 +109,45 @@ class Vocab:
         tf.constant(self._id_to_word, tf.string),
         tf.range(len(self._id_to_word), dtype=tf.int32))
     return tf.lookup.StaticHashTable(initializer, default_value=UNK_ID)
+
+
+class _VocabShape:
+  """Tells a vocab file from another file given as one (a data file, a README): the original
+  skips a line that is not `word count` with a warning, which for such a file means hundreds of
+  warnings, a vocab of the 4 specials alone and a run trained on nothing but [UNK]. A file is
+  taken as a vocab when at least half of its non-blank lines read are `word <integer>`."""
+
+  def __init__(self, path):
+    self.path = path
+    self.good = 0
+    self.bad = 0
+    self.first_bad = None  # (line number, line)
+
+  def add(self, line_no, fields):
+    """Counts one line, split on ASCII whitespace (as bytes)."""
+    if not fields:
+      return
+    if len(fields) == 2 and fields[1].isdigit():
+      self.good += 1
+      return
+    self.bad += 1
+    if self.first_bad is None:
+      self.first_bad = (line_no, b" ".join(fields).decode("utf-8", "replace"))
+
+  def check(self, final=False):
+    """Raises DataError when the lines so far are mostly not `word count` or, at the end of
+    the lines read (`final`), when none is."""
+    if self.bad > self.good or (final and not self.good):
+      if self.first_bad is None:
+        raise DataError(f"--vocab_path={self.path}: not a vocab file: it holds no 'word count' "
+                        "line (the vocab of the data, most frequent word first; "
+                        "tools/make_vocab.py writes one)")
+      line_no, line = self.first_bad
+      raise DataError(
+          f"{self.path}:{line_no}: not a vocab file: {self.bad} of the {self.good + self.bad} "
+          f"non-blank lines read are not 'word count' lines, the first this one: {line[:80]!r}. "
+          "--vocab_path takes the vocab of the data, 'word count' lines, most frequent word "
+          "first (tools/make_vocab.py writes one)")
 
 
 def count_words(token_lists):

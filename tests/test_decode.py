@@ -151,15 +151,26 @@ def test_continuous_decode_keeps_the_newest_attention_files(trained, tmp_path):
     hps.replace(max_attn_vis_files=-1).validated()
 
 
-def test_decode_dir_name_follows_the_original():
-  hps = config.HParams(data_path="/data/finished_files/chunked/test_*", max_enc_steps=400,
-                       beam_size=4, min_dec_steps=35, max_dec_steps=120)
+def test_decode_dir_name_follows_the_original(tmp_path):
+  chunked = tmp_path / "finished_files" / "chunked"
+  chunked.mkdir(parents=True)
+  for name in ("test_000.bin", "test_001.bin"):
+    (chunked / name).write_bytes(b"")
+  hps = config.HParams(data_path=f"{chunked}/test_*", max_enc_steps=400, beam_size=4,
+                       min_dec_steps=35, max_dec_steps=120)
   assert (decode.decode_dir_name(hps, "/logs/run/train/model.ckpt-238410")
           == "decode_test_400maxenc_4beam_35mindec_120maxdec_ckpt-238410")
   # The search options that are off by default name themselves, so both ways can be decoded.
   assert (decode.decode_dir_name(hps.replace(first_step_context="zeros", block_ngram_repeat=3,
                                              length_penalty_alpha=0.6), "model.ckpt-7")
           == "decode_test_400maxenc_4beam_35mindec_120maxdec_zerosctx_block3gram_lp0.6_ckpt-7")
+  # The same split as raw JSONL is another data set; --data_format decides as it reads.
+  (tmp_path / "test.jsonl").write_bytes(b"")
+  assert (decode.decode_dir_name(hps.replace(data_path=f"{tmp_path}/test.jsonl"), "ckpt-7")
+          == "decode_test_jsonl_400maxenc_4beam_35mindec_120maxdec_ckpt-7")
+  assert (decode.decode_dir_name(hps.replace(data_path=f"{tmp_path}/test.jsonl",
+                                             data_format="bin"), "ckpt-7")
+          == "decode_test_400maxenc_4beam_35mindec_120maxdec_ckpt-7")
 
 
 def test_decode_without_checkpoint_is_a_clear_error(tmp_path):
@@ -169,9 +180,16 @@ def test_decode_without_checkpoint_is_a_clear_error(tmp_path):
     decode.run(hps, vocab)
 
 
+def _references(sentences, tokenizer, lowercase):
+  """The reference files' lines of each abstract's `sentences`, as decode writes them."""
+  return [decode.reference_sentences("\n".join(s), tokenizer, lowercase) for s in sentences]
+
+
 def test_reference_ngrams_are_tokenised_as_the_article():
   article = "The U.S. economy grew, officials said."
-  references = [["The U.S. economy grew.", "Officials said so!"]]
+  raw = [["The U.S. economy grew.", "Officials said so!"]]
+  references = _references(raw, "punct", True)
+  assert references == [["the u . s . economy grew .", "officials said so !"]]
   decoded = [["the u . s . economy grew ."]]
   stats = decode.ngram_figures(decoded, references, [article], "punct", lowercase=True)
   ref, dec = stats["reference"], stats["decoded"]
@@ -195,7 +213,8 @@ def test_reference_ngrams_are_tokenised_as_the_article():
   # U.S., grew., Officials, so!). With --tokenizer=whitespace (case kept) the reference's own
   # words are compared with the article's: "grew.", "Officials", "said" (the article has
   # "said.") and "so!" are new (4/7).
-  plain = decode.ngram_figures(decoded, references, [article], "whitespace", lowercase=False)
+  plain = decode.ngram_figures(decoded, _references(raw, "whitespace", False), [article],
+                               "whitespace", lowercase=False)
   assert plain["reference"]["mean_length"] == 7
   assert plain["reference"]["novel_ngrams_pct"]["1"] == pytest.approx(100 * 4 / 7)
 

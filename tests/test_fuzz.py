@@ -472,10 +472,13 @@ def _vocab_file(draw):
 
   The expectation follows docs/bad-input.md: specials, sentence tags, duplicates and invalid
   UTF-8 are errors naming file and line; lines that are not `word count` are skipped with a warning;
-  reading stops once max_size entries (with the 4 specials) are in.
+  reading stops once max_size entries (with the 4 specials) are in. A file whose non-blank lines
+  read are mostly not `word count`, or hold none, is not a vocab: an error naming its first such
+  line (0 when it has none: a file of blank lines).
   """
   max_size = draw(st.sampled_from([0, 0, 5, 8]))
   lines, words, error_line, skipped = [], [], None, 0
+  num_good, num_bad, first_bad = 0, 0, None
   for _ in range(draw(st.integers(0, 14))):
     if max_size and len(words) + 4 >= max_size:
       # Lines past the limit are never read, so even forbidden ones do no harm.
@@ -507,13 +510,20 @@ def _vocab_file(draw):
     else:
       line = draw(st.sampled_from([b"", b" ", b"\t\r"]))
     lines.append(line + draw(st.sampled_from([b"\n", b"\r\n"])))
+    if kind in ("no count", "extra field"):
+      num_bad += 1
+      first_bad = first_bad or len(lines)
+    elif kind != "blank":
+      num_good += 1
     if kind == "word":
       words.append(word)
     elif kind in ("no count", "extra field", "blank"):
       skipped += 1
     else:
-      error_line = len(lines)
+      error_line = len(lines) if num_good >= num_bad else first_bad
       break
+  if error_line is None and (num_bad > num_good or not num_good):
+    error_line = first_bad or 0
   return lines, words, error_line, skipped, max_size
 
 
@@ -536,7 +546,8 @@ def test_vocab_files_with_bad_lines(tmp_path_factory):
         vocab = _within(TIMEOUT_SECS, vocab_lib.Vocab.from_file, path, max_size)
       except DataError as e:
         assert error_line is not None, e
-        assert f"{path}:{error_line}:" in str(e)
+        assert (f"{path}:{error_line}:" if error_line else f"--vocab_path={path}: not a vocab "
+                "file") in str(e)
         OUTCOMES["vocab: DataError"] += 1
         return
     assert error_line is None, f"no error for line {error_line}"

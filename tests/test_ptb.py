@@ -242,7 +242,8 @@ def test_ngram_figures_keep_ptb_words_and_fix_each_reference_sentence():
   line that gets its own period, as in training."""
   article = "The U.S. (Ohio) grew"
   decoded = [["the u.s. -lrb- ohio -rrb- grew ."]]
-  references = [["The U.S. grew", "Ohio grew"]]
+  references = [decode.reference_sentences("The U.S. grew\nOhio grew", "ptb", True)]
+  assert references == [["the u.s. grew .", "ohio grew ."]]
   stats = decode.ngram_figures(decoded, references, [article], "ptb", lowercase=True)
   # Article: the u.s. -lrb- ohio -rrb- grew . ; decoded: the same 7 tokens, nothing novel.
   assert stats["decoded"]["mean_length"] == 7

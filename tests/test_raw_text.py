@@ -65,10 +65,16 @@ def _write_stories(root):
   return [str(stories)], str(lists)
 
 
-def _decoded(run_dir, data_name):
-  [directory] = glob.glob(os.path.join(run_dir, f"decode_{data_name}_*"))
+def _decode_dir(run_dir, data_name):
+  [directory] = glob.glob(os.path.join(run_dir, f"decode_{data_name}_{MAX_ENC_STEPS}maxenc_*"))
+  return directory
+
+
+def _decoded(run_dir, data_name, kind="decoded"):
+  """{file name: text} of a decode's `kind` (decoded or reference) files."""
+  directory = _decode_dir(run_dir, data_name)
   return {os.path.basename(p): open(p, encoding="utf-8").read()
-          for p in sorted(glob.glob(os.path.join(directory, "decoded", "*.txt")))}
+          for p in sorted(glob.glob(os.path.join(directory, kind, "*.txt")))}
 
 
 class _NoCapture:
@@ -87,8 +93,8 @@ def prepared(tmp_path_factory):
   out = root / "finished_files"
   md.make_datafiles(md.story_sources(*_write_stories(root), lowercase=True), str(out), "ptb",
                     True, out=io.StringIO())
-  # The test split's stories as raw JSONL, as a user's new articles.
-  raw = root / "new_articles.jsonl"
+  # The test split's stories as raw JSONL: the same data set as test.bin, raw.
+  raw = root / "test.jsonl"
   raw.write_text("".join(json.dumps({"article": ARTICLES[i], "abstract_sentences": HIGHLIGHTS[i]})
                          + "\n" for i in SPLITS["test"]), encoding="utf-8")
   log_root = root / "runs"
@@ -137,13 +143,27 @@ def test_export_tokenises_raw_articles_as_make_datafiles_made_the_bin(prepared):
   assert {k: settings[k] for k in expected} == expected
 
 
-def test_decode_of_raw_jsonl_gives_the_summaries_of_the_bin_made_from_it(prepared):
-  from_raw = _decoded(prepared["run_dir"], "newarticles")
+def test_decode_of_raw_jsonl_gives_the_summaries_references_and_rouge_of_its_bin(prepared):
+  """Two data sets of one split, in two directories; the raw references are tokenised and
+  lower-cased as make_datafiles made the .bin's, so the figures are the same."""
+  run_dir = prepared["run_dir"]
+  from_raw = _decoded(run_dir, "test_jsonl")
   assert len(from_raw) == len(SPLITS["test"])
-  assert from_raw == _decoded(prepared["run_dir"], "test")
-  with open(glob.glob(str(prepared["run_dir"] / "decode_newarticles_*" / "metrics.json"))[0],
-            encoding="utf-8") as f:
-    used = json.load(f)["flags"]
+  assert from_raw == _decoded(run_dir, "test")
+  references = _decoded(run_dir, "test_jsonl", "reference")
+  assert references == _decoded(run_dir, "test", "reference")
+  # The .bin's abstracts, independently: their sentences between the tags, one a line.
+  made = [r.abstract_sentences for r in records.read_bin(str(prepared["out"] / "test.bin"),
+                                                         records.SkipCounter())]
+  assert list(references.values()) == ["\n".join(sentences) + "\n" for sentences in made]
+  assert "-lrb- 1890 -rrb-" in references["000000_reference.txt"]
+  metrics = {}
+  for name in ("test_jsonl", "test"):
+    with open(os.path.join(_decode_dir(run_dir, name), "metrics.json"), encoding="utf-8") as f:
+      metrics[name] = json.load(f)
+  assert metrics["test_jsonl"]["rouge"] == metrics["test"]["rouge"]
+  assert metrics["test_jsonl"]["ngrams"] == metrics["test"]["ngrams"]
+  used = metrics["test_jsonl"]["flags"]
   assert (used["tokenizer"], used["raw_tokenizer"], used["raw_lowercase"]) == (
       "whitespace", "ptb", True)
 
@@ -179,25 +199,32 @@ def test_a_run_recorded_before_works_with_the_statement_which_it_records(prepare
   code, _, err = run_main(capsys, *DECODE, *run, f"--data_path={prepared['raw']}",
                           "--raw_tokenizer=ptb", "--raw_lowercase")
   assert code == 0, err
-  assert _decoded(run_dir, "newarticles") == _decoded(prepared["run_dir"], "newarticles")
+  assert _decoded(run_dir, "test_jsonl") == _decoded(prepared["run_dir"], "test_jsonl")
   assert {k: v for k, v in run_record.read(run_dir).items() if k.startswith("raw_")} == {
       "raw_tokenizer": "ptb", "raw_lowercase": True}
   hps = settle("--mode=export", *run, "--export_dir=x")
   assert (hps.raw_tokenizer, hps.raw_lowercase) == ("ptb", True)
 
 
-@pytest.mark.parametrize("statement, given", [
-    (("--raw_tokenizer=whitespace",), "raw_tokenizer=whitespace, raw_lowercase=false"),
-    (("--raw_tokenizer=ptb", "--noraw_lowercase"), "raw_tokenizer=ptb, raw_lowercase=false"),
+@pytest.mark.parametrize("statement, given, flags", [
+    (("--raw_tokenizer=whitespace",), "raw_tokenizer=whitespace", "--raw_tokenizer"),
+    (("--raw_tokenizer=ptb", "--noraw_lowercase"), "raw_tokenizer=ptb, raw_lowercase=false",
+     "--raw_tokenizer and --raw_lowercase"),
 ])
-def test_a_statement_that_contradicts_the_record_is_an_error(prepared, statement, given):
+def test_a_statement_that_contradicts_the_record_is_an_error(prepared, statement, given, flags):
+  """The message shows and names only what the user stated."""
   with pytest.raises(DataError) as raised:
     settle("--mode=export", *prepared["run"], "--export_dir=x", *statement)
   assert str(raised.value) == (
-      f"how raw text became this run's tokens: {given} (given as --raw_tokenizer and "
-      "--raw_lowercase) contradicts raw_tokenizer=ptb, raw_lowercase=true (recorded in "
-      f"{prepared['run_dir']}/run_config.json); leave --raw_tokenizer and --raw_lowercase out "
-      "to use the known value, or start a new run (another --exp_name)")
+      f"how raw text became this run's tokens: {given} (given as {flags}) contradicts "
+      f"raw_tokenizer=ptb, raw_lowercase=true (recorded in {prepared['run_dir']}/"
+      f"run_config.json); leave {flags} out to use the known value, or start a new run "
+      "(another --exp_name)")
+
+
+def test_a_statement_of_the_tokenizer_alone_takes_the_recorded_case(prepared):
+  hps = settle("--mode=export", *prepared["run"], "--export_dir=x", "--raw_tokenizer=ptb")
+  assert (hps.raw_tokenizer, hps.raw_lowercase) == ("ptb", True)
 
 
 def test_a_new_run_on_raw_jsonl_contradicting_its_statement_is_an_error(prepared, tmp_path):

@@ -128,10 +128,11 @@ def test_hf_field_names_end_to_end_and_decode_inherits_the_run_settings(hf_data,
                                "hidden_dim", "vocab_path")} == {
       "tokenizer": "punct", "lowercase": True, "article_key": "document",
       "abstract_key": "summary", "hidden_dim": 8, "vocab_path": hf_data["vocab"]}
-  # The reference is the `summary` field of the first record.
+  # The reference is the `summary` field of the first record, as the model's tokens (punct,
+  # lower-cased) like the article's.
   with open(trained / "hf" / decode_dir / "reference" / "000000_reference.txt",
             encoding="utf-8") as f:
-    assert f.read().strip() == hf_data["rows"][0]["summary"]
+    assert f.read() == " ".join(_punct_tokens(hf_data["rows"][0]["summary"].lower())) + "\n"
 
 
 def test_eval_and_export_inherit_and_data_layout_flags_stay_free(hf_data, trained):
@@ -142,8 +143,11 @@ def test_eval_and_export_inherit_and_data_layout_flags_stay_free(hf_data, traine
   # files read, so another layout (e.g. a .bin test set) is taken as given.
   copy = hf_data["root"] / "vocab_copy"
   copy.write_bytes(open(hf_data["vocab"], "rb").read())
+  text_file = hf_data["root"] / "text.jsonl"
+  text_file.write_text("".join(json.dumps({"text": r["document"], "summary": r["summary"]}) + "\n"
+                               for r in hf_data["rows"]), encoding="utf-8")
   hps = settle("--mode=eval", *_args(hf_data, trained), f"--vocab_path={copy}",
-                 "--article_key=text")
+               f"--data_path={text_file}", "--article_key=text")
   assert (hps.vocab_path, hps.article_key, hps.abstract_key, hps.tokenizer) == (
       str(copy), "text", "summary", "punct")
 

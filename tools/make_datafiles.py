@@ -32,7 +32,6 @@ import datetime
 import glob
 import hashlib
 import itertools
-import json
 import os
 import shutil
 import sys
@@ -405,48 +404,12 @@ def story_sources(stories_dirs, url_lists, lowercase):
                  lists[s]) for s, stories in located.items()]
 
 
-def _first_object(path):
-  """(line index, object) of the first line of a JSONL file that holds a JSON object, or None."""
-  with open(path, "rb") as f:
-    for index, raw in enumerate(f):
-      try:
-        obj = json.loads(raw.decode("utf-8-sig"))
-      except (ValueError, RecursionError):  # blank, broken or not UTF-8: the reader skips it
-        continue
-      if isinstance(obj, dict):
-        return index, obj
-  return None
-
-
-def summary_key(path, article_key, abstract_key):
-  """The --abstract_key to read a JSONL file with, from its first record (a file's records
-  share their fields): the one given, or with the default (abstract_sentences, else abstract)
-  Hugging Face CNN/DM's `highlights` when the record has it and neither of the others. A first
-  record without the article field or the summary field is an error naming the fields it has."""
-  first = _first_object(path)
-  if first is None:
-    return abstract_key  # no record to go by: each line is skipped and counted
-  index, obj = first
-  where = f"{path}: line {index + 1} has the fields {', '.join(sorted(obj)) or '(none)'}"
-  if article_key not in obj:
-    raise DataError(f"{where}, no --article_key={article_key}: give the field of the article")
-  if abstract_key:
-    if abstract_key not in obj:
-      raise DataError(f"{where}, no --abstract_key={abstract_key}: give the field of the summary")
-    return abstract_key
-  if "abstract_sentences" in obj or "abstract" in obj:
-    return abstract_key
-  if HF_ABSTRACT_KEY in obj:
-    return HF_ABSTRACT_KEY
-  raise DataError(f"{where}, none of abstract_sentences, abstract or {HF_ABSTRACT_KEY}: give the "
-                  f"field of the summary with --abstract_key")
-
-
 def jsonl_sources(globs, skips, article_key, abstract_key):
   sources = []
   for split, pattern in globs.items():
     paths = records.expand_glob(pattern, f"--{split}_jsonl")
-    keys = [summary_key(p, article_key, abstract_key) for p in paths]
+    keys = [records.summary_key(p, article_key, abstract_key, (HF_ABSTRACT_KEY,))
+            for p in paths]
     recs = (r for p, key in zip(paths, keys)
             for r in records.read_jsonl(p, skips, article_key, key))
     total = sum(records.count_records(p, "jsonl") for p in paths)
