@@ -43,6 +43,7 @@ class Vocab:
     words = []
     seen = {}
     shape = _VocabShape(path)
+    skipped = []  # (line number, line) of the lines that are not `word count`
     with open(path, "rb") as f:
       for line_no, raw in enumerate(f, start=1):
         if max_size and len(words) + len(SPECIALS) >= max_size:
@@ -57,8 +58,7 @@ class Vocab:
           shape.check()
           raise DataError(f"{path}:{line_no}: vocab line is not valid UTF-8 ({e.reason})") from e
         if len(fields) != 2:
-          logging.warning("%s:%d: skipping vocab line that is not 'word count': %r",
-                          path, line_no, line.rstrip("\n"))
+          skipped.append((line_no, line.rstrip("\n")))
           continue
         word = fields[0].decode("utf-8")
         if word in FORBIDDEN:
@@ -71,6 +71,10 @@ class Vocab:
         seen[word] = line_no
         words.append(word)
     shape.check(final=True)
+    # Logged once the file is known to be a vocab: another file would give a warning a line.
+    for line_no, line in skipped:
+      logging.warning("%s:%d: skipping vocab line that is not 'word count': %r", path, line_no,
+                      line)
     vocab = cls(words)
     logging.info("Read %d words from %s (vocab size %d with specials)", len(words), path, len(vocab))
     return vocab

@@ -67,12 +67,12 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_terminal_summary(terminalreporter):
-  """One line per missing data folder with the number of tests skipped for it: `pytest -q`
-  alone does not say why tests were skipped."""
+  """One line per reason tests were skipped (a missing data folder, a program not installed)
+  with the number of tests skipped for it: `pytest -q` alone does not say why."""
   reasons = collections.Counter(
       report.longrepr[2].removeprefix("Skipped: ")
       for report in terminalreporter.stats.get("skipped", [])
-      if isinstance(report.longrepr, tuple) and _NO_REAL_DATA in report.longrepr[2])
+      if isinstance(report.longrepr, tuple))
   for reason, count in reasons.items():
     terminalreporter.write_line(f"{count} tests skipped: {reason}")
 

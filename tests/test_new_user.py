@@ -1,0 +1,187 @@
+"""What a new user met on a fresh clone (issue 40), each case run as the user ran it: the message
+they get, and that nothing was written where the message says nothing was. The raw JSONL decode's
+references and directory are checked in test_raw_text.py, a bad record met on every pass in
+test_data.py, the contradiction messages in test_raw_text.py."""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+
+import pytest
+import tensorflow as tf
+
+from pointer_gen import data
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+from helpers import REPO
+from helpers import run_main
+from helpers import settle
+from helpers import tiny_flags
+
+
+def _tree(root):
+  """Every path under `root` with its bytes (None for a directory); {} when it does not exist."""
+  found = {}
+  for directory, dirs, names in os.walk(root):
+    for name in dirs:
+      found[os.path.relpath(os.path.join(directory, name), root)] = None
+    for name in names:
+      path = os.path.join(directory, name)
+      with open(path, "rb") as f:
+        found[os.path.relpath(path, root)] = f.read()
+  return found
+
+
+def _train(capsys, demo_corpus, log_root, *args):
+  """(exit code, stderr) of a tiny training of the demo corpus with `args` last."""
+  code, _, err = run_main(capsys, f"--data_path={demo_corpus['train']}",
+                          f"--vocab_path={demo_corpus['vocab']}", f"--log_root={log_root}",
+                          *tiny_flags(num_train_steps=1, checkpoint_secs=1000), *args)
+  return code, err
+
+
+@pytest.mark.parametrize("not_a_vocab, first_bad_line", [
+    ("train.jsonl", 1),
+    ("README.md", 1),
+])
+def test_a_file_that_is_not_a_vocab_stops_before_anything_is_written(
+    demo_corpus, tmp_path, capsys, not_a_vocab, first_bad_line):
+  path = tmp_path / not_a_vocab
+  if not_a_vocab == "README.md":
+    shutil.copy(REPO / "README.md", path)
+  else:
+    path.write_text("".join(json.dumps({"article": f"article {i} .", "abstract": "a ."}) + "\n"
+                            for i in range(40)), encoding="utf-8")
+  code, err = _train(capsys, demo_corpus, tmp_path / "runs", f"--vocab_path={path}")
+  assert code == 1
+  assert f"error: {path}:{first_bad_line}: not a vocab file: " in err
+  if not_a_vocab == "train.jsonl":
+    assert "40 of the 40 non-blank lines read are not 'word count' lines" in err
+  assert "skipping vocab line" not in err
+  assert not (tmp_path / "runs").exists()
+
+
+def test_a_vocab_check_keeps_the_originals_warnings_for_a_few_bad_lines(tmp_path, caplog):
+  path = tmp_path / "vocab"
+  path.write_text("the 10\nbroken line here\nof 5\na 3\n\n", encoding="utf-8")
+  with caplog.at_level("WARNING"):
+    vocab = vocab_lib.Vocab.from_file(str(path), 0)
+  assert vocab.words[4:] == ["the", "of", "a"]
+  assert [m for m in caplog.messages if "skipping vocab line" in m] == [
+      f"{path}:2: skipping vocab line that is not 'word count': 'broken line here'",
+      f"{path}:5: skipping vocab line that is not 'word count': ''"]
+  path.write_text("\n\n", encoding="utf-8")
+  with pytest.raises(DataError, match=rf"^--vocab_path={path}: not a vocab file: it holds no "
+                     "'word count' line"):
+    vocab_lib.Vocab.from_file(str(path), 0)
+
+
+def test_jsonl_records_without_the_summary_field_stop_before_anything_is_written(
+    demo_corpus, tmp_path, capsys):
+  path = tmp_path / "missing_all.jsonl"
+  path.write_text("".join(json.dumps({"article": f"a {i} .", "highlights": "h ."}) + "\n"
+                          for i in range(5)), encoding="utf-8")
+  code, err = _train(capsys, demo_corpus, tmp_path / "runs", f"--data_path={path}")
+  assert code == 1
+  assert (f"error: {path}: line 1 has the fields article, highlights, none of "
+          "abstract_sentences or abstract: give the field of the summary with --abstract_key"
+          in err)
+  assert "skipped" not in err
+  assert not (tmp_path / "runs").exists()
+
+
+def _bin_without_abstracts(path, count):
+  """A .bin file of `count` tf.Examples that have an article and no abstract: each is skipped."""
+  with open(path, "wb") as f:
+    for i in range(count):
+      feature = {"article": tf.train.Feature(bytes_list=tf.train.BytesList(
+          value=[f"article {i} .".encode("utf-8")]))}
+      payload = tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+      f.write(struct.pack("<q", len(payload)) + payload)
+
+
+def test_training_that_fails_before_its_first_step_leaves_the_run_directory_as_found(
+    demo_corpus, tiny_run, tmp_path, capsys):
+  bad = tmp_path / "no_abstracts.bin"
+  _bin_without_abstracts(bad, 3)
+  # A new run: nothing is left, not even the directories above it.
+  code, err = _train(capsys, demo_corpus, tmp_path / "runs", f"--data_path={bad}")
+  assert code == 1
+  assert f"error: --data_path: no usable example in {bad}" in err
+  assert not (tmp_path / "runs").exists()
+  # A resumed run: its record, checkpoints and events files are as they were, and nothing new.
+  # (The lock file says who held it last.)
+  log_root = tmp_path / "resumed"
+  shutil.copytree(tiny_run, log_root / "run")
+  before = _tree(log_root)
+  code, err = _train(capsys, demo_corpus, log_root, f"--data_path={bad}",
+                     "--num_train_steps=10")
+  assert code == 1
+  assert f"error: --data_path: no usable example in {bad}" in err
+  after = _tree(log_root)
+  lock = os.path.join("run", "trainer.lock")
+  assert after.pop(lock) != before.pop(lock)
+  assert after == before
+
+
+def test_a_vocab_size_equal_in_effect_to_the_recorded_one_is_accepted(demo_corpus, tiny_run,
+                                                                      tmp_path):
+  log_root = tmp_path / "runs"
+  shutil.copytree(tiny_run, log_root / "run", ignore=shutil.ignore_patterns("trainer.lock"))
+  record_path = log_root / "run" / "run_config.json"
+  record = json.loads(record_path.read_text(encoding="utf-8"))
+  record["vocab_size"] = 0  # the whole file
+  record_path.write_text(json.dumps(record), encoding="utf-8")
+  with open(demo_corpus["vocab"], encoding="utf-8") as f:
+    whole = sum(1 for _ in f) + len(vocab_lib.SPECIALS)
+  run = (f"--log_root={log_root}", "--exp_name=run", "--mode=export", "--export_dir=x",
+         "--raw_tokenizer=whitespace")
+  for size in (whole, whole + 100):
+    assert settle(*run, f"--vocab_size={size}").vocab_size == size
+  with pytest.raises(DataError, match=rf"^--vocab_size={whole - 1} conflicts with vocab_size=0 "
+                     f"recorded in {record_path}"):
+    settle(*run, f"--vocab_size={whole - 1}")
+
+
+def _oov_warnings(caplog, hps, vocab):
+  caplog.clear()
+  with caplog.at_level("WARNING"):
+    data.warn_if_many_oovs(hps, vocab)
+  return [m for m in caplog.messages if "out of the vocabulary" in m]
+
+
+def test_the_oov_warning_names_a_small_vocab_when_the_vocab_records_the_datas_tokenization(
+    demo_corpus, tmp_path, caplog):
+  """The demo data with a vocab of its 100 most frequent words: made with the data's own
+  tokenisation (recorded beside it), the cause is its size; without the record, the
+  tokenisation is asked about too."""
+  path = tmp_path / "vocab"
+  with open(demo_corpus["vocab"], encoding="utf-8") as f:
+    path.write_text("".join(next(f) for _ in range(100)), encoding="utf-8")
+  vocab = vocab_lib.Vocab.from_file(str(path), 0)
+  hps = settle(f"--data_path={demo_corpus['val']}", f"--vocab_path={path}",
+               f"--log_root={tmp_path}", "--exp_name=small", "--vocab_size=0")
+  [without_record] = _oov_warnings(caplog, hps, vocab)
+  assert without_record.endswith("was the vocab made with another tokenizer or case "
+                                 "(tools/make_vocab.py --tokenizer, --lowercase)?")
+  vocab_lib.write_tokenization(str(path), "whitespace", False)
+  [with_record] = _oov_warnings(caplog, hps, vocab)
+  assert with_record.endswith(
+      f"the vocab was made with this tokenisation ({path}.tokenization.json records it), so it "
+      "holds too few of this data's words (104 entries): make it from more of the training "
+      "data (tools/make_vocab.py)")
+  assert "another tokenizer" not in with_record
+
+
+def test_the_readmes_commands_leave_nothing_untracked(tmp_path):
+  """What the README's commands write in the checkout is ignored by git."""
+  if not (REPO / ".git").exists():
+    pytest.skip("not a git checkout")
+  written = ["runs/demo/train/checkpoint", "exports/pgen/1/saved_model.pb", "attention.html",
+             ".venv/bin/python", "runs/demo_data/vocab"]
+  result = subprocess.run(["git", "check-ignore", "--no-index", *written], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+  assert sorted(result.stdout.split()) == sorted(written)
