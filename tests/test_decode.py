@@ -89,9 +89,14 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained, capsys):
   assert found.groups() == tuple(f"{saved['ngrams'][side]['duplicate_ngrams_pct']['3']:.2f}"
                                  for side in ("decoded", "reference"))
   assert saved["flags"]["first_step_context"] == "original"
-  # A finished directory is never overwritten.
-  with pytest.raises(DataError, match="already holds a finished decode"):
+  # A finished directory is never overwritten; --decode_dir names another.
+  with pytest.raises(DataError, match="already holds a finished decode .* name another "
+                     "directory with --decode_dir$"):
     decode.run(hps, vocab)
+  decode.run(hps.replace(decode_dir="again", max_decode_examples=2), vocab)
+  again_files = _decode_files(os.path.join(hps.run_dir, "again"))
+  assert again_files == {name: files[name] for name in again_files}
+  assert len(again_files) == 4
 
 
 def test_interrupted_single_pass_resumes_to_the_same_files(trained, tmp_path):
