@@ -42,7 +42,7 @@ def hparams(flag_values):
   hps = _resolve_data(hps, given)
   if hps.mode != "export" and not utility:
     _check_json_fields(hps)
-  vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase)
+  vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase, given)
   hps = raw_text.settle(hps, given, recorded)
   if hps.mode == "export":
     raw_text.required(hps, "--mode=export")  # the SavedModel tokenises raw text

@@ -204,11 +204,12 @@ def read_tokenization(vocab_path):
   return record
 
 
-def check_tokenization(vocab_path, tokenizer, lowercase):
+def check_tokenization(vocab_path, tokenizer, lowercase, given=()):
   """Raises DataError when the vocab's sidecar says its words were made with another --tokenizer
   or --lowercase than the run's: neither the one that reads its data files nor, when it records
   one, the one that made them from raw text (raw JSONL read as the data was prepared). A vocab
-  without a sidecar (the original's) is not checked."""
+  without a sidecar (the original's) is not checked. `given`: the flags the user set; the
+  message calls a value left at its default so."""
   record = read_tokenization(vocab_path)
   if record is None:
     return
@@ -221,8 +222,9 @@ def check_tokenization(vocab_path, tokenizer, lowercase):
   made_value = made_with[0] if name == "tokenizer" else made_with[1]
   raw_hint = (f" (or, for raw text, --tokenizer={raw[0]} --lowercase={flag_text(raw[1])})"
               if raw[0] is not None else "")
+  default = "" if name in given else " (the default)"
   raise DataError(
-      f"--{name}={flag_text(value)}, but the vocab {vocab_path} was made with "
+      f"--{name}={flag_text(value)}{default}, but the vocab {vocab_path} was made with "
       f"--{name}={flag_text(made_value)} (recorded in {tokenization_path(vocab_path)}): its "
       f"words would not match the tokens. Pass --tokenizer={made_with[0]} "
       f"--lowercase={flag_text(made_with[1])}{raw_hint}, or remake the vocab.")

@@ -221,8 +221,8 @@ def test_vocab_sidecar_mismatch_is_refused_before_any_directory(hf_data, capsys,
   assert code == 1
   sidecar = hf_data["vocab"] + ".tokenization.json"
   assert project_error_lines(err)[-1] == (
-      f"error: --tokenizer=whitespace, but the vocab {hf_data['vocab']} was made with "
-      f"--tokenizer=punct (recorded in {sidecar}): its words would not match the tokens. Pass "
+      f"error: --tokenizer=whitespace (the default), but the vocab {hf_data['vocab']} was made "
+      f"with --tokenizer=punct (recorded in {sidecar}): its words would not match the tokens. Pass "
       "--tokenizer=punct --lowercase=true, or remake the vocab.")
   assert not (tmp_path / "runs").exists()
 
