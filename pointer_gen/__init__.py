@@ -29,6 +29,10 @@ Decoding and serving:
   beam_search          the original's beam search, compiled: many articles x beams a step
   continuous_batching  single-pass decode's slots, each taking the next article when done
   decode               `--mode=decode`: single-pass with ROUGE, or endless with attention
+  attention_view       a summary's attention as decode's JSON record and as a picture
+  bitmap_font          a 5x7 pixel font drawn with TensorFlow ops, for that picture
+  eval_samples         `--eval_samples`: eval's decoded articles for TensorBoard, handed to
+                       evaluate by the entry point
   export               `--mode=export`: a self-contained SavedModel, raw text to summaries
 
 The plumbing:
@@ -45,7 +49,7 @@ The plumbing:
   tf1_checkpoint       reads the original TF1 code's checkpoints into a run
   precision            `--precision`: the Keras dtype policy, float32 or mixed_bfloat16
   distribute           `--strategy`: one device, local GPUs, many workers, TPU
-  tensorboard_log      TensorBoard scalars written with core TensorFlow alone
+  tensorboard_log      TensorBoard scalars, text and pictures written with core TensorFlow alone
   stopping             Ctrl-C and SIGTERM as one clean stop between steps
   metrics              ROUGE with intervals, n-gram figures (no TensorFlow)
   files                atomic writes: a reader sees the old file or the complete new one

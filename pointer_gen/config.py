@@ -100,6 +100,10 @@ def define_flags():
   f.DEFINE_integer("eval_max_checkpoints", 0, "Eval beside training: stop after scoring this "
                    "many checkpoints; 0 = until stopped (it also stops after scoring the "
                    "checkpoint of step --num_train_steps, by default the trainer's).")
+  f.DEFINE_integer("eval_samples", 3, "Eval beside training: at each checkpoint, decode the "
+                   "first this many articles of --data_path with the decode flags and show "
+                   "their summaries, attention pictures and figures in TensorBoard "
+                   "(<run>/eval); 0 = none.")
   f.DEFINE_float("eval_poll_secs", 5.0, "Eval beside training: seconds between looks for a new "
                  "train checkpoint.")
   f.DEFINE_integer("max_decode_examples", 0, "Decode at most this many examples; 0 = all "
@@ -202,6 +206,7 @@ class HParams:
   eval_batches_per_checkpoint: int = 1
   eval_max_checkpoints: int = 0
   eval_poll_secs: float = 5.0
+  eval_samples: int = 3
   max_decode_examples: int = 0
   max_attn_vis_files: int = 100
   decode_dir: str = ""
@@ -259,6 +264,8 @@ class HParams:
       raise DataError(f"--max_attn_vis_files={self.max_attn_vis_files}: must be >= 0")
     if not self.article_key:
       raise DataError("--article_key is empty: give the JSONL field that holds the article")
+    if self.eval_samples < 0:
+      raise DataError(f"--eval_samples={self.eval_samples}: must be >= 0")
     if self.eval_max_checkpoints < 0:
       raise DataError(f"--eval_max_checkpoints={self.eval_max_checkpoints}: must be >= 0")
     return self

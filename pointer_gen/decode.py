@@ -11,6 +11,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import attention_view
 from pointer_gen import beam_search
 from pointer_gen import checkpoints
 from pointer_gen import continuous_batching
@@ -22,6 +23,7 @@ from pointer_gen import raw_text
 from pointer_gen import records
 from pointer_gen import search as search_lib
 from pointer_gen import stopping
+from pointer_gen import tensorboard_log
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -160,6 +162,7 @@ class SinglePassDecoder:
   def __init__(self, hps, vocab, model, ckpt_path, strategy=beam_search.BeamSearch):
     self.hps, self.vocab, self.model, self.strategy = hps, vocab, model, strategy
     self.dir = os.path.join(hps.run_dir, hps.decode_dir or decode_dir_name(hps, ckpt_path))
+    self.step = checkpoints.step_of(ckpt_path) or 0
     self.ref_dir = os.path.join(self.dir, "reference")
     self.dec_dir = os.path.join(self.dir, "decoded")
 
@@ -276,11 +279,23 @@ class SinglePassDecoder:
     }
     files.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                             metrics.rouge_results_text(rouge))
+    self._write_figures(result)
     # Written last: its presence marks the decode as finished.
     files.write_text_atomic(os.path.join(self.dir, "metrics.json"),
                             json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     print(final_report(result, self.dir))
     return result
+
+  def _write_figures(self, result):
+    """The figures of tensorboard_figures as TensorBoard scalars in this directory, under the
+    checkpoint's step: `tensorboard --logdir=<run>` shows the decodes of a run's checkpoints
+    side by side."""
+    writer = tf.summary.create_file_writer(self.dir)
+    with stopping.critical():
+      with writer.as_default():
+        for tag, value in tensorboard_figures(result).items():
+          tensorboard_log.scalar(tag, value, self.step)
+      writer.close()
 
   def _articles(self, count):
     """The articles of the first `count` examples, as in the data."""
@@ -311,6 +326,17 @@ def ngram_figures(decoded, references, articles, tokenizer, lowercase):
   return metrics.ngram_stats(tokens([" ".join(d) for d in decoded], "whitespace", False),
                              tokens([" ".join(r) for r in references], "whitespace", False),
                              tokens(articles, tokenizer, lowercase))
+
+
+def tensorboard_figures(result):
+  """{tag: value} of a single-pass decode's result for TensorBoard: ROUGE-1/2/L F (the mid
+  estimate) and the decoded and reference duplicate 3-gram percentages."""
+  figures = {f"rouge/{key}_f": result["rouge"][key]["f_score"]["mid"]
+             for key in ("rouge_1", "rouge_2", "rouge_l")}
+  for side, prefix in (("decoded", ""), ("reference", "reference_")):
+    figures[f"repetition/{prefix}duplicate_3grams_pct"] = (
+        result["ngrams"][side]["duplicate_ngrams_pct"]["3"])
+  return figures
 
 
 def final_report(result, directory):
@@ -400,17 +426,9 @@ class CheckpointFollowingDecoder:
         logging.warning("Could not load %s (%s); keeping %s", newest, e, self.ckpt_path)
 
   def _write_attention(self, index, example, summary):
-    tokens = text.tokenize(example["article"], *self.reads)
-    article = [t.decode("utf-8") for t in tokens.numpy()[:self.hps.max_enc_steps]]
-    oovs = set(example["article_oovs"])
-    record = {
-        "article_lst": [f"__{w}__" if w in oovs else w for w in article],
-        "decoded_lst": [f"__{w}__" if w in summary.oovs else w for w in summary.words],
-        "abstract_str": " ".join(summary.reference),
-        "attn_dists": summary.attn[:len(summary.words)].tolist(),
-    }
-    if self.model.pointer_gen:
-      record["p_gens"] = summary.p_gens[:len(summary.words)].tolist()
+    article = attention_view.article_tokens(example["article"], self.reads,
+                                            self.hps.max_enc_steps)
+    record = attention_view.record(summary, article, self.model.pointer_gen)
     payload = json.dumps(record, ensure_ascii=False)
     if self.hps.max_attn_vis_files:
       files.write_text_atomic(os.path.join(self.vis_dir, f"{index:06d}.json"), payload)

@@ -11,8 +11,13 @@ and skips the converted checkpoint (`_cov_init`), the first phase's last model w
 trained yet. Started on the other phase, it begins with a fresh best loss and never deletes the
 best models the first eval kept.
 
+With --eval_samples (by default 3), it also decodes a few validation articles at each
+checkpoint and writes their summaries, attention pictures and figures to TensorBoard
+(eval_samples, which the entry point hands in: decoding is a layer below this one).
+
 With --single_pass: one checkpoint over the whole data set, in order, into
-<run>/eval/metrics-<step>.json.
+<run>/eval/metrics-<step>.json, and its figures as TensorBoard scalars `single_pass/<name>`
+under the checkpoint's step.
 """
 
 import collections
@@ -86,13 +91,18 @@ def make_score_fn(model, hps, vocab_size):
 
 
 class ConcurrentEvaluator:
-  """The eval job beside a trainer on the same run directory."""
+  """The eval job beside a trainer on the same run directory.
 
-  def __init__(self, hps, vocab):
+  samples: None, or a class (eval_samples.Samples) made as samples(hps, vocab, model) when
+  --eval_samples > 0, whose write(step, writer) adds each checkpoint's samples.
+  """
+
+  def __init__(self, hps, vocab, samples=None):
     self.hps = hps
     checkpoints.wait_for_train_dir(hps)
     self.model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
     self.score = make_score_fn(self.model, hps, len(vocab))
+    self.samples = samples(hps, vocab, self.model) if samples and hps.eval_samples else None
     self.selector = BestModelSelector()
     self.source, self.dataset = data.input_pipeline(hps, vocab, single_pass=False)
     # Model and step only: the best model is for decoding or for restore_best_model, which
@@ -211,6 +221,8 @@ class ConcurrentEvaluator:
       scored.append((loss, float(scalars["coverage_loss"]) if hps.coverage else 0.0))
       if stopping.requested():
         break
+    if self.samples and not stopping.requested():
+      self.samples.write(step, writer)
     writer.flush()
     self._log_scored(step, scored)
     if new_best:
@@ -284,6 +296,13 @@ def run_single_pass(hps, vocab):
     result["mean_coverage_loss"] = totals["coverage_loss"] / num_examples
   result["definitions"] = {k: v for k, v in METRIC_DEFINITIONS.items() if k in result}
   make_output_dir(hps.eval_dir)
+  writer = tf.summary.create_file_writer(hps.eval_dir)
+  with stopping.critical():
+    with writer.as_default():
+      for name in METRIC_DEFINITIONS:
+        if name in result:
+          tensorboard_log.scalar(f"single_pass/{name}", result[name], step)
+    writer.close()
   path = os.path.join(hps.eval_dir, f"metrics-{step}.json")
   files.write_text_atomic(path, json.dumps(result, indent=2) + "\n")
   logging.info("Scored %s on %d examples (%d target tokens): loss %.4f; written to %s",
@@ -291,9 +310,9 @@ def run_single_pass(hps, vocab):
   return path, result
 
 
-def run(hps, vocab):
-  """`--mode=eval`: one checkpoint with --single_pass, else beside the trainer until it stops;
-  prints what it scored."""
+def run(hps, vocab, samples=None):
+  """`--mode=eval`: one checkpoint with --single_pass, else beside the trainer until it stops
+  (with `samples`, see ConcurrentEvaluator); prints what it scored."""
   if hps.single_pass:
     scored = run_single_pass(hps, vocab)
     if scored is None:  # stopped by Ctrl-C or SIGTERM
@@ -302,7 +321,7 @@ def run(hps, vocab):
     print(f"{result['checkpoint']}: loss {result['loss']:.4f} over {result['num_examples']} "
           f"examples ({result['num_target_tokens']} target tokens); metrics in {path}")
     return
-  evaluator = ConcurrentEvaluator(hps, vocab)
+  evaluator = ConcurrentEvaluator(hps, vocab, samples)
   scored = evaluator.run()
   best = evaluator.best_manager.latest_checkpoint
   print(f"Scored {scored} checkpoint{'' if scored == 1 else 's'}; best model: "

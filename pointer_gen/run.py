@@ -21,6 +21,7 @@ from pointer_gen import data
 from pointer_gen import decode
 from pointer_gen import distribute
 from pointer_gen import environment
+from pointer_gen import eval_samples
 from pointer_gen import evaluate
 from pointer_gen import export
 from pointer_gen import settle
@@ -58,8 +59,10 @@ def main(argv):
       train_utilities.run(hps, vocab)
     elif hps.mode == "train":
       train.run(hps, vocab, strategy)
+    elif hps.mode == "eval":
+      evaluate.run(hps, vocab, samples=eval_samples.Samples)
     else:
-      {"eval": evaluate, "decode": decode, "export": export}[hps.mode].run(hps, vocab)
+      {"decode": decode, "export": export}[hps.mode].run(hps, vocab)
     stopping.exit_if_requested()
   except (DataError, OutputError, train.NonFiniteError) as e:
     logging.error("%s", e)

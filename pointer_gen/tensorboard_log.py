@@ -1,27 +1,61 @@
-"""TensorBoard scalars without the tensorboard package (TF 2.21 does not install it).
+"""TensorBoard scalars, text and images without the tensorboard package (TF 2.21 does not
+install it).
 
-`tf.summary.scalar` lives in tensorboard; the event files it writes are plain tensor summaries
-tagged for the "scalars" plugin, which `tf.summary.write` produces from core TensorFlow alone.
+`tf.summary.scalar`, `text` and `image` live in tensorboard; the event files they write are
+plain tensor summaries tagged for a plugin ("scalars", "text", "images"), which
+`tf.summary.write` produces from core TensorFlow alone. Each takes an optional description,
+which TensorBoard shows beside the tag.
 """
 
 import tensorflow as tf
 
-_SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
-    plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+def _metadata(plugin, description):
+  return tf.compat.v1.SummaryMetadata(
+      summary_description=description,
+      plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name=plugin)).SerializeToString()
 
 
-def scalar(name, value, step):
+_SCALAR_METADATA = _metadata("scalars", "")
+
+
+def scalar(name, value, step, description=""):
   """Writes one scalar to the default summary writer (inside `writer.as_default()`)."""
-  return tf.summary.write(name, tf.cast(value, tf.float32), step=step,
-                          metadata=_SCALAR_METADATA.SerializeToString())
+  metadata = _metadata("scalars", description) if description else _SCALAR_METADATA
+  return tf.summary.write(name, tf.cast(value, tf.float32), step=step, metadata=metadata)
 
 
-def read_scalars(events_dir):
-  """{tag: [(step, value), ...]} from every event file in `events_dir` (for tests and tools)."""
+def text(name, markdown, step, description=""):
+  """Writes one text (markdown, which TensorBoard renders) to the default summary writer."""
+  return tf.summary.write(name, tf.constant(markdown, tf.string), step=step,
+                          metadata=_metadata("text", description))
+
+
+def image(name, pixels, step, description=""):
+  """Writes one picture, uint8 [height, width, 3], as a PNG to the default summary writer: the
+  images plugin's tensor, [width, height, PNG] as strings."""
+  shape = tf.shape(pixels)
+  tensor = tf.stack([tf.strings.as_string(shape[1]), tf.strings.as_string(shape[0]),
+                     tf.io.encode_png(pixels)])
+  return tf.summary.write(name, tensor, step=step, metadata=_metadata("images", description))
+
+
+def read_tensors(events_dir):
+  """{tag: [(step, numpy value, plugin name), ...]} from every event file in `events_dir`, in
+  file order (for tests and tools)."""
   result = {}
   for path in sorted(tf.io.gfile.glob(f"{events_dir}/events.out.tfevents.*")):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
-        number = float(tf.make_ndarray(value.tensor)) if value.HasField("tensor") else value.simple_value
-        result.setdefault(value.tag, []).append((event.step, number))
+        number = (tf.make_ndarray(value.tensor) if value.HasField("tensor")
+                  else value.simple_value)
+        result.setdefault(value.tag, []).append(
+            (event.step, number, value.metadata.plugin_data.plugin_name))
   return result
+
+
+def read_scalars(events_dir):
+  """{tag: [(step, value), ...]} of the scalars in every event file in `events_dir`."""
+  return {tag: [(step, float(value)) for step, value, _ in values]
+          for tag, values in read_tensors(events_dir).items()
+          if all(plugin in ("scalars", "") for _, _, plugin in values)}

@@ -15,7 +15,8 @@ MODE_GROUPS = (
         "convert_to_coverage_model", "restore_best_model", "skip_nonfinite_batches",
         "inject_nonfinite_at_step")),
     ("Eval (--mode=eval)", (
-        "eval_batches_per_checkpoint", "eval_max_checkpoints", "eval_poll_secs")),
+        "eval_batches_per_checkpoint", "eval_max_checkpoints", "eval_poll_secs",
+        "eval_samples")),
     ("Decode (--mode=decode)", (
         "beam_size", "min_dec_steps", "max_decode_examples", "max_attn_vis_files",
         "decode_dir", "first_step_context", "rouge_tokenizer", "block_ngram_repeat",

@@ -14,6 +14,7 @@ from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import metrics
 from pointer_gen import records
+from pointer_gen import tensorboard_log
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -89,6 +90,14 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained, capsys):
   assert found.groups() == tuple(f"{saved['ngrams'][side]['duplicate_ngrams_pct']['3']:.2f}"
                                  for side in ("decoded", "reference"))
   assert saved["flags"]["first_step_context"] == "original"
+  # The printed figures also go to TensorBoard, in the directory, under the checkpoint's step.
+  figures = {f"rouge/rouge_{x}_f": saved["rouge"][f"rouge_{x}"]["f_score"]["mid"]
+             for x in ("1", "2", "l")}
+  for side, prefix in (("decoded", ""), ("reference", "reference_")):
+    figures[f"repetition/{prefix}duplicate_3grams_pct"] = (
+        saved["ngrams"][side]["duplicate_ngrams_pct"]["3"])
+  assert tensorboard_log.read_scalars(directory) == {
+      tag: [(30, pytest.approx(value, rel=1e-6))] for tag, value in figures.items()}
   # A finished directory is never overwritten; --decode_dir names another.
   with pytest.raises(DataError, match="already holds a finished decode .* name another "
                      "directory with --decode_dir$"):

@@ -1,6 +1,8 @@
 """--mode=eval: beside a real training process, the running average and best-model choice, the
-reader's handling of checkpoints deleted under it, and --single_pass metrics."""
+reader's handling of checkpoints deleted under it, --single_pass metrics, and what TensorBoard
+shows of eval's samples (read through its HTTP API)."""
 
+import importlib.util
 import json
 import os
 import re
@@ -9,18 +11,23 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention_view
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
 from pointer_gen import demo_data
+from pointer_gen import eval_samples
 from pointer_gen import evaluate
 from pointer_gen import losses
 from pointer_gen import model as model_lib
+from pointer_gen import records
 from pointer_gen import tensorboard_log
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -268,3 +275,171 @@ def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys
   assert metrics["loss"] == metrics["mean_nll_per_example"]
   assert "mean_coverage_loss" not in metrics
   assert set(metrics["definitions"]) == {"mean_nll_per_example", "mean_nll_per_token", "loss"}
+  # The same figures for TensorBoard, under the checkpoint's step.
+  scalars = tensorboard_log.read_scalars(run["run_dir"] / "eval")
+  for name in ("loss", "mean_nll_per_example", "mean_nll_per_token"):
+    assert scalars[f"single_pass/{name}"] == [(step, pytest.approx(metrics[name], rel=1e-6))]
+  assert "single_pass/mean_coverage_loss" not in scalars
+
+
+# ------------------------------------------------------------------- samples in TensorBoard
+
+
+def test_eval_samples_flag(concurrent_run, tmp_path):
+  with pytest.raises(DataError, match=r"--eval_samples=-1: must be >= 0"):
+    config.HParams(eval_samples=-1).validated()
+  hps, vocab = _eval_of_a_copy(concurrent_run, tmp_path, eval_samples=0)
+  assert evaluate.ConcurrentEvaluator(hps, vocab, eval_samples.Samples).samples is None
+
+
+@pytest.fixture(scope="module")
+def tensorboard(concurrent_run, tmp_path_factory):
+  """The address of TensorBoard (the `tensorboard` install extra) serving the concurrent run's
+  directory, started once for the module; skipped without the package (failing under CI=true,
+  which installs it from requirements-test.txt)."""
+  if importlib.util.find_spec("tensorboard") is None:
+    message = ("the tensorboard package is not installed (pip install -e '.[tensorboard]', or "
+               "-r requirements-test.txt)")
+    if os.environ.get("CI", "").lower() == "true":
+      pytest.fail(message)
+    pytest.skip(f"{message}; skipped (CI=true fails instead)")
+  log = tmp_path_factory.mktemp("tensorboard") / "tensorboard.log"
+  with open(log, "w") as out:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tensorboard.main", f"--logdir={concurrent_run['run_dir']}",
+         "--host=127.0.0.1", "--port=0"], stdout=out, stderr=subprocess.STDOUT)
+  try:
+    _wait_until(log, lambda text: re.search(r"TensorBoard \S+ at http://", text), process, 60)
+    yield re.search(r"TensorBoard \S+ at (http://[\d.:]+)/", _read(log)).group(1)
+  finally:
+    process.terminate()
+    try:
+      process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+      process.kill()
+
+
+def _get_json(url, route, **query):
+  with urllib.request.urlopen(f"{url}{route}?{urllib.parse.urlencode(query)}", timeout=30) as r:
+    return json.loads(r.read())
+
+
+def _served(url, steps, tags, timeout=60):
+  """Waits until TensorBoard serves eval's scalars `tags` at each of `steps` (it reads the event
+  files in the background after it starts)."""
+  deadline = time.time() + timeout
+  while True:
+    listed = _get_json(url, "/data/plugin/scalars/tags").get("eval", {})
+    served = {tag: {step for _, step, _ in _get_json(url, "/data/plugin/scalars/scalars",
+                                                     run="eval", tag=tag)}
+              for tag in tags if tag in listed}
+    if len(served) == len(tags) and all(set(steps) <= s for s in served.values()):
+      return
+    if time.time() > deadline:
+      pytest.fail(f"TensorBoard served {served} of steps {steps} after {timeout} s")
+    time.sleep(0.5)
+
+
+# A row of a sample's p_gen table, as TensorBoard renders the markdown: number, word, p_gen.
+_TABLE_ROW = re.compile(
+    r"<tr>\s*<td[^>]*>(\d+)</td>\s*<td[^>]*>(.*?)</td>\s*<td[^>]*>([\d.]+)</td>", re.S)
+
+
+def _sample_text(url, sample, step):
+  """(the HTML TensorBoard renders of sample `sample`'s text at `step`, its summary's words,
+  their p_gens)."""
+  [html] = [entry["text"] for entry in _get_json(url, "/data/plugin/text/text", run="eval",
+                                                 tag=f"samples/text_{sample}")
+            if entry["step"] == step]
+  rows = _TABLE_ROW.findall(html)
+  assert [int(n) for n, _, _ in rows] == list(range(len(rows)))
+  return html, [re.sub(r"<[^>]+>", "", w) for _, w, _ in rows], [float(p) for _, _, p in rows]
+
+
+def _sample_image(url, sample, step):
+  """The pixels of sample `sample`'s attention picture at `step`, as TensorBoard serves it."""
+  [entry] = [e for e in _get_json(url, "/data/plugin/images/images", run="eval",
+                                  tag=f"samples/attention_{sample}", sample=0)
+             if e["step"] == step]
+  with urllib.request.urlopen(f"{url}/data/plugin/images/individualImage?{entry['query']}",
+                              timeout=30) as response:
+    png = response.read()
+  assert png.startswith(b"\x89PNG\r\n\x1a\n")
+  return tf.io.decode_png(png).numpy()
+
+
+def _duplicate_3gram_pct(summaries):
+  """Duplicate 3-grams over all 3-grams of `summaries` (word lists), in percent: each 3-gram
+  that occurred before in its summary is a duplicate."""
+  total = duplicates = 0
+  for words in summaries:
+    seen = set()
+    for i in range(len(words) - 2):
+      total += 1
+      duplicates += tuple(words[i:i + 3]) in seen
+      seen.add(tuple(words[i:i + 3]))
+  return 100.0 * duplicates / total if total else 0.0
+
+
+def test_tensorboard_shows_the_samples_of_each_checkpoint(concurrent_run, tensorboard):
+  url, run = tensorboard, concurrent_run
+  steps = [step for step, _ in tensorboard_log.read_scalars(run["run_dir"] / "eval")["loss"]]
+  assert len(steps) >= MIN_SCORED
+  figures = ("samples/mean_length", "samples/p_gen_mean", "samples/duplicate_3grams_pct")
+  _served(url, steps, figures)
+  assert set(_get_json(url, "/data/plugin/text/tags")["eval"]) == {
+      f"samples/text_{i}" for i in range(3)}
+  assert set(_get_json(url, "/data/plugin/images/tags")["eval"]) == {
+      f"samples/attention_{i}" for i in range(3)}
+  # The samples are the first 3 validation articles, as the model reads them (40 tokens).
+  val = records.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
+                             records.SkipCounter())
+  articles = [next(val).article.split()[:40] for _ in range(3)]
+  scalars = {tag: {step: value for _, step, value in _get_json(
+      url, "/data/plugin/scalars/scalars", run="eval", tag=tag)} for tag in figures}
+  for step in steps:
+    summaries = []
+    for i, article in enumerate(articles):
+      html, words, p_gens = _sample_text(url, i, step)
+      assert " ".join(article[:10]) in re.sub(r"<[^>]+>", "", html)  # the article's start
+      assert all(0.0 <= p <= 1.0 for p in p_gens)
+      summaries.append(words)
+      # A row for each summary word, a column for each article token, p_gen bars beside them.
+      assert _sample_image(url, i, step).shape == (
+          attention_view.LABEL_SIZE + len(words) * attention_view.CELL,
+          attention_view.LABEL_SIZE + len(article) * attention_view.CELL
+          + attention_view.P_GEN_WIDTH, 3)
+    assert scalars["samples/mean_length"][step] == pytest.approx(
+        np.mean([len(w) for w in summaries]), rel=1e-6)
+    assert scalars["samples/duplicate_3grams_pct"][step] == pytest.approx(
+        _duplicate_3gram_pct(summaries), rel=1e-6)
+    assert 0.0 < scalars["samples/p_gen_mean"][step] < 1.0
+
+
+def _unmarked(words):
+  """Decode's words without its OOV marks (`__word__`)."""
+  return [re.sub(r"^__(.+)__$", r"\1", w) for w in words]
+
+
+def test_the_attention_picture_is_the_attention_decode_writes(concurrent_run, tensorboard,
+                                                              tmp_path, capsys):
+  # --mode=decode of the first validation article alone (a data file of its own: continuous
+  # decode takes random articles) with the checkpoint eval scored last.
+  run, step = concurrent_run, concurrent_run["last_step"]
+  first = next(records.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
+                                    records.SkipCounter()))
+  records.write_bin(str(tmp_path / "first.bin"), [first])
+  code, _, err = run_main(capsys, "--mode=decode", f"--data_path={tmp_path / 'first.bin'}",
+                          f"--vocab_path={run['corpus']['vocab']}", f"--log_root={tmp_path}",
+                          f"--ckpt_path={run['run_dir'] / 'train' / f'model.ckpt-{step}'}",
+                          "--max_decode_examples=1", *MODEL_FLAGS)
+  assert code == 0, err
+  decoded = json.loads(_read(tmp_path / "run" / "decode" / "attn_vis_data.json"))
+  assert _unmarked(decoded["article_lst"]) == first.article.split()[:40]
+  # Its attention, drawn, is eval's picture of that article at that step, pixel for pixel...
+  np.testing.assert_array_equal(_sample_image(tensorboard, 0, step),
+                                attention_view.image(decoded).numpy())
+  # ...and eval's text names the same summary, with the same p_gens.
+  _, words, p_gens = _sample_text(tensorboard, 0, step)
+  assert words == _unmarked(decoded["decoded_lst"])
+  assert p_gens == [round(p, 3) for p in decoded["p_gens"]]

@@ -32,6 +32,7 @@ def test_help_lists_flags_by_mode_with_defaults(capsys):
   assert "--[no]coverage (default: false)" in sections["Common and model (every mode)"]
   assert "--export_dir (default: '')" in sections["Export (--mode=export)"]
   assert "--eval_poll_secs (default: 5.0)" in sections["Eval (--mode=eval)"]
+  assert "--eval_samples (default: 3)" in sections["Eval (--mode=eval)"]
   assert "--strategy (default: default)" in sections[
       "Distribute (--mode=train on several devices)"]
   # Every flag of the project exactly once (absl's own are left to --helpfull), and every
