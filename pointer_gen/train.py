@@ -351,7 +351,7 @@ class _RunDirectorySnapshot:
     self.lock = os.path.join(hps.run_dir, run_lock.LOCK_NAME)
     self.missing_dirs = []  # deepest first
     directory = os.path.abspath(self.train_dir)
-    while not os.path.isdir(directory):
+    while not os.path.exists(directory):
       self.missing_dirs.append(directory)
       directory = os.path.dirname(directory)
     self.train_entries = set(os.listdir(self.train_dir)) if os.path.isdir(self.train_dir) else set()
@@ -359,22 +359,29 @@ class _RunDirectorySnapshot:
     self.had_lock = os.path.exists(self.lock)
 
   def restore(self):
-    if os.path.isdir(self.train_dir):
-      for name in set(os.listdir(self.train_dir)) - self.train_entries:
-        path = os.path.join(self.train_dir, name)
-        if os.path.isdir(path):
-          shutil.rmtree(path)
-        else:
-          os.remove(path)
-    if self.record_bytes is None:
-      with contextlib.suppress(FileNotFoundError):
-        os.remove(self.record)
-    elif _read_bytes(self.record) != self.record_bytes:
-      with files.atomic_file(self.record, "wb") as f:
-        f.write(self.record_bytes)
-    if not self.had_lock:
-      with contextlib.suppress(FileNotFoundError):
-        os.remove(self.lock)
+    """Puts back what was found; a part that cannot be put back is logged, never raised: the
+    error that ended the training is the one to report."""
+    try:
+      if os.path.isdir(self.train_dir):
+        for name in set(os.listdir(self.train_dir)) - self.train_entries:
+          path = os.path.join(self.train_dir, name)
+          if os.path.isdir(path):
+            shutil.rmtree(path)
+          else:
+            os.remove(path)
+      if self.record_bytes is None:
+        with contextlib.suppress(FileNotFoundError):
+          os.remove(self.record)
+      elif _read_bytes(self.record) != self.record_bytes:
+        with files.atomic_file(self.record, "wb") as f:
+          f.write(self.record_bytes)
+      if not self.had_lock:
+        with contextlib.suppress(FileNotFoundError):
+          os.remove(self.lock)
+    except OSError as e:
+      logging.warning("Training failed before its first step, and %s could not be put back as "
+                      "it was: %s", os.path.dirname(self.record), e)
+      return
     for directory in self.missing_dirs:
       with contextlib.suppress(OSError):  # not empty: something else wrote there meanwhile
         os.rmdir(directory)
@@ -383,11 +390,11 @@ class _RunDirectorySnapshot:
 
 
 def _read_bytes(path):
-  try:
-    with open(path, "rb") as f:
-      return f.read()
-  except FileNotFoundError:
+  """The file's bytes; None where there is none (or a file stands where a directory should)."""
+  if not os.path.isfile(path):
     return None
+  with open(path, "rb") as f:
+    return f.read()
 
 
 def run(hps, vocab, strategy):
