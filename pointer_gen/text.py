@@ -74,11 +74,7 @@ def tokenize_prefix(text, max_tokens, tokenizer="whitespace", lowercase=False,
     if repair_utf8:
       window = tf.strings.unicode_transcode(window, "UTF-8", "UTF-8", errors="replace")  # []
     whole = window_bytes >= size
-    # The cut keeps the window up to the end of its last _CUT match: what a `^.*` match of it
-    # removes.
-    rest = tf.strings.regex_replace(window, "^(?s:.*" + _CUT[tokenizer] + ")", "")  # []
-    kept = tf.strings.length(window) - tf.strings.length(rest)
-    prefix = tf.where(whole, window, tf.strings.substr(window, 0, kept))  # []
+    prefix = tf.where(whole, window, _cut(window, tokenizer))  # []
     tokens, vouched = _tokenize_cut(prefix, ~whole, tokenizer, lowercase)  # [T], []
     done = whole | (vouched & (tf.size(tokens, tf.int64) >= max_tokens))
     return window_bytes * 2, tokens[:max_tokens], done
@@ -90,9 +86,18 @@ def tokenize_prefix(text, max_tokens, tokenizer="whitespace", lowercase=False,
   return tokens  # [min(T, max_tokens)]
 
 
+def _cut(windows, tokenizer):
+  """Each window (a string tensor) up to the end of its last _CUT match ("" without one): what
+  a `^.*` match of that removes."""
+  rest = tf.strings.regex_replace(windows, "^(?s:.*" + _CUT[tokenizer] + ")", "")
+  return tf.strings.substr(windows, tf.zeros_like(tf.strings.length(windows)),
+                           tf.strings.length(windows) - tf.strings.length(rest))
+
+
 def _tokenize_cut(prefix, cut, tokenizer, lowercase):
-  """The tokens of `prefix` (a scalar string: the whole text, or, when `cut`, the text up to a
-  _CUT match), and whether they are the first tokens of the whole text whatever follows.
+  """The tokens of `prefix` (a string tensor, of any shape as `tokenize`: the whole text, or,
+  when `cut`, the text up to a _CUT match) and whether they are the first tokens of the whole
+  text whatever follows (a bool of prefix's shape).
 
   whitespace, punct: always (see _CUT). ptb: each line alone, so a cut after a line break is
   always safe. Within a line, cut at (after) a space that follows a word w of [a-z]+ after a
@@ -116,11 +121,13 @@ def _tokenize_cut(prefix, cut, tokenizer, lowercase):
   class=a title='x y'>`, `<!-- ... -->`), so a cut line holding a `<` that may open a tag not
   closed before the cut (ptb.open_markup) is not vouched for.
   """
+  cut = tf.convert_to_tensor(cut, tf.bool)
   if tokenizer != "ptb":
-    return tokenize(prefix, tokenizer, lowercase), tf.constant(True)
-  last_line = tf.strings.split(prefix, "\n")[-1:]  # [1]
-  vouched = ~cut | ~ptb.open_markup(last_line)[0]
-  return _tokenize_ptb(prefix, lowercase, cut), vouched
+    return tokenize(prefix, tokenizer, lowercase), tf.fill(tf.shape(prefix), True)
+  lines = tf.strings.split(tf.reshape(prefix, [-1]), "\n")  # [N, (lines)]
+  last_lines = tf.gather(lines.flat_values, lines.row_limits() - 1)  # [N]
+  vouched = ~cut | ~ptb.open_markup(last_lines)  # [N]
+  return _tokenize_ptb(prefix, lowercase, cut), tf.reshape(vouched, tf.shape(prefix))
 
 
 def _tokenize_ptb(texts, lowercase, cut=False):

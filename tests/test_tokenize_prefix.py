@@ -41,12 +41,13 @@ SEPARATORS = (" ", " ", " ", "  ", "\n", "", " \n ")
 MAX_CUTS = 80
 
 
-def _text(parts):
-  return "".join(fragment + separator for fragment, separator in parts)
+# And single characters, punctuation most, to make what the fragments do not spell out.
+CHARACTERS = (".,'\"`<>!?:;()[]{}&#$@-_/\\*=+~^%| \t\xa0\xad\u2019\u201c\u2026\u2013\ufffd"
+              "aAdDiIlLnNoOpPsStTxXyY0159\u00e9\u03a3\U0001f600")
 
-
-_TEXTS = st.lists(st.tuples(st.sampled_from(FRAGMENTS), st.sampled_from(SEPARATORS)),
-                  max_size=60).map(_text)
+_TEXTS = st.lists(st.one_of(
+    st.tuples(st.sampled_from(FRAGMENTS), st.sampled_from(SEPARATORS)).map("".join),
+    st.sampled_from(CHARACTERS)), max_size=80).map("".join)
 
 
 def _strings(tensor):
@@ -87,54 +88,62 @@ def _jsonl(path):
     return [json.loads(line) for line in f]
 
 
-def _line_cuts(line):
-  """Every prefix of a line that ends where _CUT lets ptb cut it, found by the rule as text.py
-  states it: after the space that follows a word of lower-case ASCII letters that begins the
-  line or follows a space. (A cut after a line break leaves whole lines, which tokenise alone.)"""
-  return [line[:m.end()] for m in re.finditer(" ", line)
-          if re.search(r"(?:\A| )[a-z]+ \Z", line[:m.end()])]
-
-
-def _assert_every_ptb_cut_is_a_prefix(article, lowercase):
-  """The tokens of each cut prefix of each line of `article` (the line unfinished; of a long
-  line's cuts, MAX_CUTS spread over it) are the first tokens of the whole line wherever
-  ptb.open_markup does not refuse the cut; returns the number of cuts and of refused cuts."""
-  lines = article.split("\n")
-  prefixes = [(i, prefix) for i, line in enumerate(lines)
-              for prefix in _line_cuts(line)[::len(line) // (MAX_CUTS * 8) + 1]]
-  if not prefixes:
+def _assert_cuts_are_prefixes(lines, tokenizer, lowercase, ends):
+  """Windows of each line's UTF-8 ending at each of its `ends` (byte offsets), cut as
+  tokenize_prefix cuts them (text._cut): wherever text._tokenize_cut vouches for a cut's tokens,
+  they are the first tokens of the whole line. Returns the number of windows cut somewhere
+  (not before their start) and of those not vouched for."""
+  encoded = [line.encode("utf-8") for line in lines]
+  windows = [(i, line[:end]) for i, line in enumerate(encoded) for end in ends(line)]
+  if not windows:
     return 0, 0
-  wholes = text.tokenize(lines, "ptb", lowercase).to_list()
-  cut = text._tokenize_ptb(tf.constant([p for _, p in prefixes]), lowercase, cut=True)  # pylint: disable=protected-access
-  refused = ptb.open_markup(tf.constant([p for _, p in prefixes])).numpy().tolist()
-  for (i, prefix), tokens, is_refused in zip(prefixes, cut.to_list(), refused):
-    if not is_refused:
-      assert tokens == wholes[i][:len(tokens)], prefix
-  return len(prefixes), sum(refused)
+  wholes = text.tokenize(encoded, tokenizer, lowercase).to_list()
+  prefixes = text._cut(tf.constant([w for _, w in windows]), tokenizer)
+  tokens, vouched = text._tokenize_cut(prefixes, True, tokenizer, lowercase)
+  cuts = refused = 0
+  for (i, _), prefix, got, is_vouched in zip(windows, prefixes.numpy().tolist(), tokens.to_list(),
+                                             vouched.numpy().tolist()):
+    cuts += bool(prefix)
+    refused += bool(prefix) and not is_vouched
+    if is_vouched:
+      assert got == wholes[i][:len(got)], prefix
+  return cuts, refused
 
 
-@pytest.mark.parametrize("lowercase", [False, True], ids=["cased", "lowercase"])
-def test_every_ptb_cut_of_real_and_hand_made_text(ptb_oracle, lowercase):
-  """The argument in text._tokenize_cut, tried at each of its cuts: BBC articles, CoreNLP's
-  own tokenizer tests and the oracle's hand-written cases (rules that look ahead), one to a
-  line, and the fragments of the generated texts below."""
-  articles = [r["article_raw"] for r in _jsonl(ptb_oracle / "bbc_val.jsonl")[:12]]
-  cases = [r["input"] for r in _jsonl(ptb_oracle / "cases.jsonl")]
-  cases += [re.sub(r"[ \t\r\n]+", " ", r["input"])
+def _after_spaces(line):
+  """The byte offsets after the spaces of a line (where its cuts can end: a cut keeps the space
+  it ends with), about MAX_CUTS of them spread over a long line."""
+  ends = [m.end() for m in re.finditer(b" ", line)]
+  return ends[::len(ends) // MAX_CUTS + 1]
+
+
+@pytest.mark.parametrize("tokenizer, lowercase", CONFIGS)
+def test_every_cut_of_real_and_hand_made_text(ptb_oracle, tokenizer, lowercase):
+  """The argument in text._tokenize_cut, tried at each cut: BBC articles, CoreNLP's own
+  tokenizer tests and the oracle's hand-written cases (rules that look ahead), and the
+  fragments of the generated texts below, one line each (a line is tokenised alone)."""
+  lines = [line for r in _jsonl(ptb_oracle / "bbc_val.jsonl")[:12]
+           for line in r["article_raw"].split("\n")]
+  lines += [r["input"] for r in _jsonl(ptb_oracle / "cases.jsonl")]
+  lines += [re.sub(r"[ \t\r\n]+", " ", r["input"])
             for r in _jsonl(ptb_oracle / "corenlp_3.7.0_tests.jsonl")]
-  cuts, refused = _assert_every_ptb_cut_is_a_prefix(
-      "\n".join(articles + cases + [" ".join(FRAGMENTS)]), lowercase)
-  # Not vacuous: thousands of cuts, nearly all vouched for; markup refuses some.
+  lines.append(" ".join(FRAGMENTS))
+  cuts, refused = _assert_cuts_are_prefixes(lines, tokenizer, lowercase, _after_spaces)
+  # Not vacuous: thousands of cuts, nearly all vouched for; for ptb, markup refuses some.
   assert cuts > 3000
-  assert 0 < refused < cuts / 20
+  if tokenizer == "ptb":
+    assert 0 < refused < cuts / 20
+  else:
+    assert refused == 0
 
 
 @settings(max_examples=60, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(article=_TEXTS)
-def test_every_ptb_cut_of_generated_text(article):
-  for lowercase in (False, True):
-    _assert_every_ptb_cut_is_a_prefix(article, lowercase)
+@given(article=_TEXTS, config=st.sampled_from(CONFIGS))
+def test_every_cut_of_generated_text(article, config):
+  """Windows ending at every byte of the text: inside characters, tokens, tags, after line
+  breaks."""
+  _assert_cuts_are_prefixes([article], *config, lambda line: range(1, len(line)))
 
 
 def test_an_open_tag_refuses_the_cut_and_a_closed_one_does_not():
@@ -147,7 +156,7 @@ def test_an_open_tag_refuses_the_cut_and_a_closed_one_does_not():
   article = "a <p class x y > z"
   whole = _whole(article, "ptb", False)
   assert whole == ["a", "<p\u00a0class\u00a0x\u00a0y\u00a0>", "z", "."]
-  cut = text._tokenize_ptb(tf.constant("a <p class x y "), False, cut=True)  # pylint: disable=protected-access
+  cut = text._tokenize_ptb(tf.constant("a <p class x y "), False, cut=True)
   assert _strings(cut) == ["a", "<", "p", "class", "x", "y"]
   # The first window, "a <p class x y ", is refused; the next holds the whole text.
   assert _strings(text.tokenize_prefix(article, 2, "ptb", first_window=15)) == whole[:2]
