@@ -26,14 +26,18 @@ _ID_FEATURES = ("enc_input", "enc_input_ext", "dec_input", "target")
 
 
 def article_features(article, table, vocab_size, max_enc_steps, pointer_gen=True,
-                     tokenizer="whitespace", lowercase=False):
+                     tokenizer="whitespace", lowercase=False, repair_utf8=False):
   """The article half of `example_features`, also the serving graph's: one scalar string ->
   its tokens (truncated to max_enc_steps), ids, extended ids and OOV list.
 
+  Only as much of the article is tokenised as its first max_enc_steps tokens need
+  (text.tokenize_prefix): a long article costs what a short one does. repair_utf8: invalid
+  UTF-8 becomes U+FFFD first.
   `vocab_size` is the number of entries actually in the vocab: article OOVs get the temporary
   ids vocab_size + k, k in order of first occurrence, as the original's article2ids.
   """
-  article_tokens = text.tokenize(article, tokenizer, lowercase)[:max_enc_steps]  # [L]
+  article_tokens = text.tokenize_prefix(article, max_enc_steps, tokenizer, lowercase,
+                                        repair_utf8)  # [L]
   enc_input = table.lookup(article_tokens)  # [L]
   is_oov = tf.equal(enc_input, vocab_lib.UNK_ID)  # [L]
   oov_positions = tf.where(is_oov)  # [n_oov_tokens, 1]

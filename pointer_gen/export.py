@@ -9,11 +9,12 @@ overwritten.
 
 Everything happens in the graph, with core TensorFlow ops only (no tensorflow-text), so stock
 TF Serving and any TF runtime can run it without this package: tokenisation of raw text as the
-training data was prepared (`raw_text`; ptb in RE2 passes of `tf.strings.regex_replace`), truncation
-to max_enc_steps, the vocab lookup from the vocab asset, the per-article OOV list and extended
-ids (`data.article_features`, as decode mode), the compiled beam search with decode mode's
-settings, and detokenisation. With --export_compiled_attention the attention scores come from
-decode's XLA kernel instead: faster, but only servers that run XLA can serve it.
+training data was prepared (`raw_text`; ptb in RE2 passes of `tf.strings.regex_replace`), of
+only as much of each article as its first max_enc_steps tokens need, the vocab lookup from the
+vocab asset, the per-article OOV list and extended ids (`data.article_features`, as decode
+mode), the compiled beam search with decode mode's settings, and detokenisation. With
+--export_compiled_attention the attention scores come from decode's XLA kernel instead: faster,
+but only servers that run XLA can serve it.
 
 Signatures:
   serving_default  article tf.string [B] ->
@@ -63,6 +64,7 @@ SOURCES = ("train", "best")
 # No quotes: the Assert op prints its message with quotes backslash-escaped.
 ARTICLE_SHAPE_ERROR = ("the serving input article must be a 1-D batch of strings, shape "
                        "[batch]; put a single article in a list of one")
+ARTICLE_SPEC = tf.TensorSpec([None], tf.string, name="article")
 
 _WHOLE_LINE = tf.lookup.TextFileIndex.WHOLE_LINE
 _LINE_NUMBER = tf.lookup.TextFileIndex.LINE_NUMBER
@@ -100,14 +102,14 @@ class Summarizer(tf.Module):
     self._hps = hps
     self._settings = tuple(settings.items())
 
-  # Any shape: a SavedModel signature does not check the shape it is given, so a scalar would
-  # reach the graph anyway and fail deep inside it; _batch checks it at run time instead.
-  @tf.function(autograph=False, input_signature=[tf.TensorSpec(None, tf.string, name="article")])
+  # A SavedModel signature does not check the shape it is given (nor does a server): _batch
+  # checks it at run time.
+  @tf.function(autograph=False, input_signature=[ARTICLE_SPEC])
   def summarize(self, article):
     outputs = self._summarize(article, keep_attention=False)
     return {k: outputs[k] for k in ("summary", "tokens", "log_prob", "p_gen_mean")}
 
-  @tf.function(autograph=False, input_signature=[tf.TensorSpec(None, tf.string, name="article")])
+  @tf.function(autograph=False, input_signature=[ARTICLE_SPEC])
   def attention(self, article):
     return self._summarize(article, keep_attention=True)
 
@@ -118,24 +120,29 @@ class Summarizer(tf.Module):
   def _article_features(self, article):
     hps = self._hps
     tokenizer, lowercase = raw_text.applied(hps)
+    # Outputs must be valid UTF-8 (REST responses are JSON); valid text passes unchanged.
     return data.article_features(article, self.word_to_id, self.model.vocab_size,
-                                 hps.max_enc_steps, hps.pointer_gen, tokenizer, lowercase)
+                                 hps.max_enc_steps, hps.pointer_gen, tokenizer, lowercase,
+                                 repair_utf8=True)
 
   @staticmethod
   def _batch(article):
-    """`article` as a [B] tensor, or an InvalidArgumentError saying what the input must be."""
-    check = tf.debugging.assert_rank(article, 1, message=ARTICLE_SHAPE_ERROR)
+    """`article` ([B] as declared) checked at run time: an InvalidArgumentError saying what the
+    input must be, for any other shape."""
+    # The rank of a tensor declared [B] is folded to 1 before the graph runs (by tf.rank and
+    # assert_rank, and by grappler in a loaded function), whatever is fed. Its shape's values are
+    # not: padded with -1s, the first entry is >= 0 and the second -1 for rank 1 only.
+    shape = tf.shape(article)  # [rank]
+    dims = tf.concat([shape, [-1, -1]], 0)  # [rank + 2]
+    check = tf.debugging.Assert((dims[0] >= 0) & (dims[1] < 0),
+                                [ARTICLE_SHAPE_ERROR, "Received shape:", shape])
     with tf.control_dependencies([check]):
-      article = tf.identity(article)
-    article.set_shape([None])
-    return article
+      return tf.identity(article)
 
   def _summarize(self, article, keep_attention):
     hps = self._hps
     vocab_size = self.model.vocab_size
     article = self._batch(article)  # [B]
-    # Outputs must be valid UTF-8 (REST responses are JSON); valid text passes unchanged.
-    article = tf.strings.unicode_transcode(article, "UTF-8", "UTF-8", errors="replace")  # [B]
     ragged = {name: tf.RaggedTensorSpec([None], dtype, ragged_rank=0)
               for name, dtype in (("article_tokens", tf.string), ("enc_input", tf.int32),
                                   ("enc_input_ext", tf.int32), ("article_oovs", tf.string))}

@@ -371,6 +371,16 @@ def tokenize_lines(lines):
   return tokens.with_flat_values(_put_back_markup(flat, markup))
 
 
+def open_markup(lines):
+  """[M] lines -> [M] bool: whether a line holds a `<` that may open markup it does not close,
+  i.e. that markup could end beyond the line's end, were it cut there (then what follows the `<`
+  may tokenise differently). A tag that the line closes is the tag the longer line has: the
+  tag pattern matches at most one way from a `<` (its parts are told apart by their first
+  character; a `>` ends it only outside quotes, and a `<!`/`<?` at its first `>`)."""
+  text, _ = _take_out_markup(lines)  # [M]
+  return tf.not_equal(tf.strings.regex_replace(text, "<[!?/A-Za-z]", ""), text)  # [M]
+
+
 def _take_out_markup(lines):
   """[M] lines -> the lines with a mark in place of each piece of markup, and the markup [K]
   (in order, as tokens), so that no rewrite touches what is inside it. Before a tag a mark is

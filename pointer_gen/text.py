@@ -35,10 +35,106 @@ def tokenize(texts, tokenizer="whitespace", lowercase=False):
   return tf.strings.split(texts)
 
 
-def _tokenize_ptb(texts, lowercase):
+# tokenize_prefix's first window, in bytes per token wanted: English text has about 5 bytes to a
+# ptb token, 6 to a whitespace one, so the first window almost always suffices.
+WINDOW_BYTES_PER_TOKEN = 8
+
+# Where tokenize_prefix may cut a text: at the end of the last match in a window (a greedy `.*`
+# finds it; it stops at invalid UTF-8, so a window may end inside a character). For whitespace
+# and punct, any ASCII space or line break: their tokens end there, and so does the context of
+# `lower`'s one context-dependent mapping (a final sigma looks past case-ignorable characters
+# only). For ptb, a line break (each line is tokenised alone), or a space after a word of
+# lower-case ASCII letters that follows a space or begins a line; see _tokenize_cut.
+_CUT = {"whitespace": "[ \n]", "punct": "[ \n]", "ptb": "(?:(?:^|[ \n])[a-z]+ |\n)"}
+
+
+def tokenize_prefix(text, max_tokens, tokenizer="whitespace", lowercase=False,
+                    repair_utf8=False, first_window=None):
+  """The first `max_tokens` tokens of `tokenize(text, tokenizer, lowercase)` for a scalar
+  string `text`, read from only as much of the text as they need: a window of its first
+  `first_window` bytes (WINDOW_BYTES_PER_TOKEN per token by default), cut at its last safe
+  place (_CUT) and tokenised; while that gives fewer tokens (or ptb cannot vouch for them), a
+  window twice as long, up to the whole text. The cost follows the tokens wanted, not the text.
+
+  repair_utf8: invalid UTF-8 becomes U+FFFD in the window, as unicode_transcode does it to the
+  whole text up to any ASCII byte, the cut's included.
+  """
+  if tokenizer not in TOKENIZERS:
+    raise ValueError(f"--tokenizer={tokenizer!r}: expected one of {', '.join(TOKENIZERS)}")
+  text = tf.convert_to_tensor(text, tf.string)  # []
+  size = tf.cast(tf.strings.length(text), tf.int64)  # []
+  max_tokens = tf.cast(max_tokens, tf.int64)
+  if first_window is None:
+    first_window = WINDOW_BYTES_PER_TOKEN * max_tokens
+  first = tf.cast(first_window, tf.int64)
+
+  def read(window_bytes, tokens, done):
+    del tokens, done
+    window = tf.strings.substr(text, tf.constant(0, tf.int64), window_bytes)  # []
+    if repair_utf8:
+      window = tf.strings.unicode_transcode(window, "UTF-8", "UTF-8", errors="replace")  # []
+    whole = window_bytes >= size
+    prefix = tf.where(whole, window, _cut(window, tokenizer))  # []
+    tokens, vouched = _tokenize_cut(prefix, ~whole, tokenizer, lowercase)  # [T], []
+    done = whole | (vouched & (tf.size(tokens, tf.int64) >= max_tokens))
+    return window_bytes * 2, tokens[:max_tokens], done
+
+  _, tokens, _ = tf.while_loop(
+      lambda window_bytes, tokens, done: ~done, read,
+      (first, tf.zeros([0], tf.string), tf.constant(False)),
+      shape_invariants=(first.shape, tf.TensorShape([None]), tf.TensorShape([])))
+  return tokens  # [min(T, max_tokens)]
+
+
+def _cut(windows, tokenizer):
+  """Each window (a string tensor) up to the end of its last _CUT match ("" without one): what
+  a `^.*` match of that removes."""
+  rest = tf.strings.regex_replace(windows, "^(?s:.*" + _CUT[tokenizer] + ")", "")
+  return tf.strings.substr(windows, tf.zeros_like(tf.strings.length(windows)),
+                           tf.strings.length(windows) - tf.strings.length(rest))
+
+
+def _tokenize_cut(prefix, cut, tokenizer, lowercase):
+  """The tokens of `prefix` (a string tensor, of any shape as `tokenize`: the whole text, or,
+  when `cut`, the text up to a _CUT match) and whether they are the first tokens of the whole
+  text whatever follows (a bool of prefix's shape).
+
+  whitespace, punct: always (see _CUT). ptb: each line alone, so a cut after a line break is
+  always safe. Within a line, cut at (after) a space that follows a word w of [a-z]+ after a
+  space or the line's start, every pass of ptb.py makes the same text before the space of the
+  cut line as of the whole line, and leaves the space and w's letters:
+  - a rule that matches across a space needs before it something else than w's last letter: a
+    period (abbreviations, acronyms, `So. Africa`, `Co. Ltd`, spaced dots, `....`), a digit
+    (fractions, phone numbers, `'99 `), `!` (`OK! magazine`), or a word that starts with a
+    capital (the word after an acronym that starts a sentence);
+  - a rule whose last character may be the space (a non-letter after a clitic, a smiley, a
+    number or an abbreviation) sees it in both, as the cut keeps it; no rule has a `$` or `\\b`
+    right after the space, where the two differ (each `$` follows a letter, or a period and at
+    most one more character; each `\\b` that ends a match follows a letter);
+  - a match that starts at the space (a rule's left context) or after it rewrites only what
+    follows;
+  - w stays lower-case letters (`cannot`, `gonna`, `dunno` ... are split into such words), and
+    in the lexer's passes only phone numbers and fractions (digits) and spaced dots hold a
+    space, so this holds pass after pass and the tokens split there;
+  - the cut line gets no period (`cut`), and ptb lower-cases a token at a time.
+  The exception is markup, taken out first: a tag may hold spaces and end far beyond (`<p
+  class=a title='x y'>`, `<!-- ... -->`), so a cut line holding a `<` that may open a tag not
+  closed before the cut (ptb.open_markup) is not vouched for.
+  """
+  cut = tf.convert_to_tensor(cut, tf.bool)
+  if tokenizer != "ptb":
+    return tokenize(prefix, tokenizer, lowercase), tf.fill(tf.shape(prefix), True)
+  lines = tf.strings.split(tf.reshape(prefix, [-1]), "\n")  # [N, (lines)]
+  last_lines = tf.gather(lines.flat_values, lines.row_limits() - 1)  # [N]
+  vouched = ~cut | ~ptb.open_markup(last_lines)  # [N]
+  return _tokenize_ptb(prefix, lowercase, cut), tf.reshape(vouched, tf.shape(prefix))
+
+
+def _tokenize_ptb(texts, lowercase, cut=False):
   """CNN/DM's text pipeline: each line (paragraph) PTB-tokenised alone, then, as
   make_datafiles.py did it, ASCII-only lower-casing and the missing period added per line;
-  lines without tokens vanish. The tokens of a text's lines are concatenated."""
+  lines without tokens vanish. The tokens of a text's lines are concatenated. `cut` (a bool
+  tensor): the text was cut inside its last line, which goes on, so gets no period yet."""
   lines = tf.strings.split(tf.reshape(texts, [-1]), "\n")  # [N, (lines)]
   tokens = ptb.tokenize_lines(lines.flat_values)  # [M, (T)]
   if lowercase:
@@ -47,7 +143,11 @@ def _tokenize_ptb(texts, lowercase):
   num_tokens = tokens.row_lengths()  # [M]
   # Each line's last token ("" before any token: a text may have none at all).
   last = tf.gather(tf.concat([[""], tokens.flat_values], 0), tokens.row_limits())  # [M]
+  last_lines = lines.row_limits() - 1  # [N], a text has at least one line
+  goes_on = tf.scatter_nd(last_lines[:, None], tf.fill(tf.shape(last_lines), cut),
+                          tf.shape(num_tokens, tf.int64))  # [M]
   needs_period = ((num_tokens > 0)
+                  & ~goes_on
                   & ~tf.strings.regex_full_match(last, _ENDS_SENTENCE)
                   & ~tf.strings.regex_full_match(lines.flat_values, _HIGHLIGHT_LINE))  # [M]
   period = tf.ragged.boolean_mask(tf.fill([tf.size(num_tokens), 1], "."),

@@ -6,6 +6,7 @@ in test_serving_loaders.py."""
 import glob
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -78,6 +79,7 @@ print(json.dumps({
     "settings": {k: v.decode("utf-8") if isinstance(v, bytes) else v.item()
                  for k, v in settings.items()},
     "scalar_error": error_of(tf.constant(awkward["plain"])),
+    "matrix_error": error_of(tf.constant([[awkward["plain"]]])),
     "shown": run_cli(["show", "--all", "--dir", path], first=True),
     "imported_pointer_gen": "pointer_gen" in sys.modules,
 }))
@@ -258,7 +260,10 @@ def test_saved_model_cli_lists_the_signatures(exported):
   for output in ("summary", "tokens", "log_prob", "p_gen_mean", "attn_dists", "p_gens",
                  "article_tokens"):
     assert f"outputs['{output}']" in shown
-  assert "inputs['article']" in shown
+  # The article input is a batch of strings: `shape: (-1)`, not `unknown_rank`.
+  declared = re.findall(r"inputs\['article'\] tensor_info:\n +dtype: (\S+)\n +shape: (\S+)\n",
+                        shown)
+  assert declared == [("DT_STRING", "(-1)")] * 2  # attention, serving_default
 
 
 def test_failed_export_leaves_nothing(exported, monkeypatch, tmp_path):
@@ -313,13 +318,14 @@ def test_checkpoint_choice_and_refusals(exported):
     export.run(hps.replace(mode="export"), vocab)
 
 
-def test_scalar_article_is_a_clear_error(exported):
-  # A signature does not check the shape it is given: without the check a scalar failed deep
-  # inside the graph with "slice index 0 of dimension 0 out of bounds".
-  error = exported["client"]["scalar_error"]
-  assert error.startswith("InvalidArgumentError: ")
-  assert f"assertion failed: [{export.ARTICLE_SHAPE_ERROR}.  ]" in error
-  assert "[Received shape: ] []" in error
+def test_article_other_than_a_batch_is_a_clear_error(exported):
+  # A signature does not check the shape it is given, though it declares [batch]: without the
+  # check a scalar failed deep inside the graph with "slice index 0 of dimension 0 out of
+  # bounds".
+  for name, shape in (("scalar_error", "[]"), ("matrix_error", "[1 1]")):
+    error = exported["client"][name]
+    assert error.startswith("InvalidArgumentError: ")
+    assert f"assertion failed: [{export.ARTICLE_SHAPE_ERROR}] [Received shape:] {shape}" in error
 
 
 def test_serve_example_uses_the_newest_version_of_a_base_directory(exported, tmp_path):
