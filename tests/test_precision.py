@@ -126,9 +126,11 @@ def test_bf16_vocab_logits_are_the_bf16_matmul_plus_the_float32_bias(leading):
   product = tf.cast(hidden, tf.float32).numpy() @ kernel  # exact products, float32 sums
   bias = projection.bias.numpy()
   assert bias.dtype == np.float32
-  # One bfloat16 rounding of the product (2^-9 of it at most), none of the bias.
+  # The product's bfloat16 roundings, none of the bias: one (2^-9 of it at most) where the CPU
+  # has bfloat16 dot products; elsewhere oneDNN also rounds partial sums, up to 2^-7.6 of the
+  # largest product on a Zen 3 (AVX2 only).
   np.testing.assert_allclose(logits.numpy(), product + bias,
-                             rtol=0, atol=2**-8 * np.abs(product).max())
+                             rtol=0, atol=2**-6 * np.abs(product).max())
   assert np.abs(product).max() > 1 and np.abs(bias).max() > 1
 
 

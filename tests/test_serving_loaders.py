@@ -169,7 +169,8 @@ def test_compiled_export_serves_what_the_default_export_serves(served):
   kernel, said in its settings, gives the default export's outputs (and each loader gives its
   own: the tests below): the same words; the numbers within XLA's last-bit differences from
   TensorFlow's tanh, carried from step to step by the decoder's state (attention 1e-3 apart by
-  the twentieth step of the demo's random weights)."""
+  the twentieth step of the demo's random weights with AVX-512, 2e-3 on a Zen 3 with AVX2
+  only)."""
   settings = _settings(served)
   assert settings["compiled"]["compiled_attention"] is True
   assert settings["demo"]["compiled_attention"] is False
@@ -181,7 +182,7 @@ def test_compiled_export_serves_what_the_default_export_serves(served):
       if value.dtype == object:
         assert got[key].tolist() == value.tolist(), f"{signature}: {key}"
       else:
-        np.testing.assert_allclose(got[key], value, rtol=1e-3, atol=1e-3,
+        np.testing.assert_allclose(got[key], value, rtol=5e-3, atol=5e-3,
                                    err_msg=f"{signature}: {key}")
   for name, compiled in (("compiled", True), ("demo", False)):
     functions = _meta_graph(served["saved"][name]).graph_def.library.function
