@@ -39,8 +39,7 @@ from helpers import load_tool
 from helpers import run_main
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-# On the worker of test_clip_norm.py, which shares the tf1_references fixture.
-pytestmark = pytest.mark.xdist_group("tf1_reference")
+# Run on the worker of test_clip_norm.py (conftest.worker_unit): they share tf1_references.
 ATOL = 1e-5
 V, E, H = 30, 6, 5
 UNK, PAD, START, STOP = 0, 1, 2, 3
