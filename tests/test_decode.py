@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from pointer_gen import bin_format
 from pointer_gen import config
 from pointer_gen import data
 from pointer_gen import decode
@@ -58,7 +59,7 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained, capsys):
                                  + [f"{i:06d}_reference.txt" for i in range(NUM_EXAMPLES)])
   # References are the data's abstracts, one sentence a line.
   first_ref = files["000000_reference.txt"].splitlines()
-  first = next(records.read_bin(sorted(glob.glob(hps.data_path))[0], records.SkipCounter()))
+  first = next(bin_format.BIN.read(sorted(glob.glob(hps.data_path))[0], records.SkipCounter()))
   assert first_ref == first.abstract_sentences
   # ROUGE_results.txt and metrics.json agree, and both agree with a recomputation.
   with open(os.path.join(directory, "metrics.json"), encoding="utf-8") as f:

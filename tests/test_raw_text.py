@@ -15,6 +15,7 @@ import shutil
 import pytest
 import tensorflow as tf
 
+from pointer_gen import bin_format
 from pointer_gen import records
 from pointer_gen import run_record
 from pointer_gen.errors import DataError
@@ -124,7 +125,7 @@ def test_export_tokenises_raw_articles_as_make_datafiles_made_the_bin(prepared):
   articles = [ARTICLES[i] for i in SPLITS["test"]]
   got = loaded.signatures["attention"](article=tf.constant(articles))["article_tokens"]
   got = [[t.decode("utf-8") for t in row if t] for row in got.numpy()]
-  made = [r.article.split(" ") for r in records.read_bin(str(prepared["out"] / "test.bin"),
+  made = [r.article.split(" ") for r in bin_format.BIN.read(str(prepared["out"] / "test.bin"),
                                                           records.SkipCounter())]
   assert got == [tokens[:MAX_ENC_STEPS] for tokens in made]
   # The comparison means something: the articles are cut, and split on whitespace with case
@@ -153,7 +154,7 @@ def test_decode_of_raw_jsonl_gives_the_summaries_references_and_rouge_of_its_bin
   references = _decoded(run_dir, "test_jsonl", "reference")
   assert references == _decoded(run_dir, "test", "reference")
   # The .bin's abstracts, independently: their sentences between the tags, one a line.
-  made = [r.abstract_sentences for r in records.read_bin(str(prepared["out"] / "test.bin"),
+  made = [r.abstract_sentences for r in bin_format.BIN.read(str(prepared["out"] / "test.bin"),
                                                          records.SkipCounter())]
   assert list(references.values()) == ["\n".join(sentences) + "\n" for sentences in made]
   assert "-lrb- 1890 -rrb-" in references["000000_reference.txt"]
