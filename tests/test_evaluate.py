@@ -395,7 +395,7 @@ def test_tensorboard_shows_the_samples_of_each_checkpoint(concurrent_run, tensor
       f"samples/attention_{i}" for i in range(3)}
   # The samples are the first 3 validation articles, as the model reads them (40 tokens).
   val = data_formats.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
-                             records.SkipCounter())
+                                  records.SkipCounter())
   articles = [next(val).article.split()[:40] for _ in range(3)]
   scalars = {tag: {step: value for _, step, value in _get_json(
       url, "/data/plugin/scalars/scalars", run="eval", tag=tag)} for tag in figures}
@@ -429,7 +429,7 @@ def test_the_attention_picture_is_the_attention_decode_writes(concurrent_run, te
   # decode takes random articles) with the checkpoint eval scored last.
   run, step = concurrent_run, concurrent_run["last_step"]
   first = next(data_formats.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
-                                    records.SkipCounter()))
+                                         records.SkipCounter()))
   bin_format.BIN.write(str(tmp_path / "first.bin"), [first])
   code, _, err = run_main(capsys, "--mode=decode", f"--data_path={tmp_path / 'first.bin'}",
                           f"--vocab_path={run['corpus']['vocab']}", f"--log_root={tmp_path}",

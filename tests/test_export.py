@@ -119,8 +119,8 @@ def exported(tmp_path_factory):
               encoding="utf-8") as f:
       p_gen_means = [json.loads(line)["p_gen_mean"] for line in f]
 
-    articles = [r.article for r in data_formats.read_records(sorted(glob.glob(corpus["val"])), "auto",
-                                                        records.SkipCounter())][:NUM_EXAMPLES]
+    articles = [r.article for r in data_formats.read_records(
+        sorted(glob.glob(corpus["val"])), "auto", records.SkipCounter())][:NUM_EXAMPLES]
     long_article = " ".join((articles[0].split() * 100_000)[:100_000])
     awkward = {
         "plain": articles[0],

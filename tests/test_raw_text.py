@@ -127,7 +127,7 @@ def test_export_tokenises_raw_articles_as_make_datafiles_made_the_bin(prepared):
   got = loaded.signatures["attention"](article=tf.constant(articles))["article_tokens"]
   got = [[t.decode("utf-8") for t in row if t] for row in got.numpy()]
   made = [r.article.split(" ") for r in bin_format.BIN.read(str(prepared["out"] / "test.bin"),
-                                                          records.SkipCounter())]
+                                                           records.SkipCounter())]
   assert got == [tokens[:MAX_ENC_STEPS] for tokens in made]
   # The comparison means something: the articles are cut, and split on whitespace with case
   # kept they would be other tokens.
@@ -156,7 +156,7 @@ def test_decode_of_raw_jsonl_gives_the_summaries_references_and_rouge_of_its_bin
   assert references == _decoded(run_dir, "test", "reference")
   # The .bin's abstracts, independently: their sentences between the tags, one a line.
   made = [r.abstract_sentences for r in bin_format.BIN.read(str(prepared["out"] / "test.bin"),
-                                                         records.SkipCounter())]
+                                                          records.SkipCounter())]
   assert list(references.values()) == ["\n".join(sentences) + "\n" for sentences in made]
   assert "-lrb- 1890 -rrb-" in references["000000_reference.txt"]
   metrics = {}

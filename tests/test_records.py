@@ -641,8 +641,8 @@ def test_make_vocab_reads_hf_field_names_and_records_its_tokenization(tool_runs)
 def test_convert_reads_hf_field_names(tool_runs):
   tmp, results = tool_runs
   assert "Wrote 2 records to 1 bin files" in _ok(results, "to_bin_hf")
-  back = list(data_formats.read_records(records.expand_glob(str(tmp / "hf_chunks" / "*")), "auto",
-                                   records.SkipCounter()))
+  back = list(data_formats.read_records(records.expand_glob(str(tmp / "hf_chunks" / "*")),
+                                        "auto", records.SkipCounter()))
   assert [(r.article, r.abstract_sentences) for r in back] == [
       ("Rain, rain.", ["Wet day."]), ("Sun!", ["Dry.", "Warm day."])]
 

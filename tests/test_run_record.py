@@ -65,7 +65,7 @@ def hf_data(bbc, tmp_path_factory):
   # cannot share a process with the run's flags.
   vocab = root / "vocab"
   recs = list(data_formats.read_records([str(path)], "auto", records.SkipCounter(), "document",
-                                   "summary"))
+                                        "summary"))
   counts = vocab_lib.count_words(text.tokenize_py(t, "punct", True) for r in recs
                                  for t in [r.article, *r.abstract_sentences])
   vocab_lib.write_vocab(str(vocab), counts)
@@ -276,7 +276,8 @@ def test_oov_warning_names_vocab_size_when_the_whole_file_would_leave_far_fewer(
   # the .bin data), the first 2000 - 4 specials or all, against the truncated articles' tokens.
   with open(vocab_path, "rb") as f:
     words = [line.split()[0] for line in f]
-  examples = data_formats.read_records(records.expand_glob(data_path), "auto", records.SkipCounter())
+  examples = data_formats.read_records(records.expand_glob(data_path), "auto",
+                                       records.SkipCounter())
   tokens = [t for _, r in zip(range(data.OOV_CHECK_EXAMPLES), examples)
             for t in r.article.encode("utf-8").split()[:hps.max_enc_steps]]
 

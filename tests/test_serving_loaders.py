@@ -35,8 +35,8 @@ HELPERS = REPO / "tests" / "helpers"
 
 
 def _articles(corpus):
-  real = [r.article for r in data_formats.read_records(sorted(glob.glob(corpus["val"])), "auto",
-                                                  records.SkipCounter())][:3]
+  real = [r.article for r in data_formats.read_records(sorted(glob.glob(corpus["val"])),
+                                                       "auto", records.SkipCounter())][:3]
   articles = real + ["", "Zoë Ångström visitó São Paulo — 東京 , the police said ."]
   # saved_model_cli splits --input_exprs at semicolons.
   assert not any(";" in a for a in articles)
