@@ -5,6 +5,7 @@ import os
 
 from absl import flags
 
+from pointer_gen import data_formats
 from pointer_gen.errors import DataError
 from pointer_gen.precision import PRECISIONS
 from pointer_gen.search import FIRST_STEP_CONTEXTS
@@ -18,11 +19,11 @@ def define_flags():
   """Defines every flag on absl's global FLAGS; call once, from the entry point."""
   f = flags
   f.DEFINE_enum("mode", "train", list(MODES), "train, eval, decode or export.")
-  f.DEFINE_string("data_path", "", "Glob of data files (.bin chunks or .jsonl). Empty: the "
-                  "built-in demo corpus (its train split in train mode, val otherwise).")
+  f.DEFINE_string("data_path", "", "Glob of data files (.bin chunks, .jsonl, .tfrecord). Empty: "
+                  "the built-in demo corpus (its train split in train mode, val otherwise).")
   f.DEFINE_string("vocab_path", "", "Vocab file ('word count' lines). Empty with no "
                   "--data_path: the demo corpus's vocab.")
-  f.DEFINE_enum("data_format", "auto", ["auto", "bin", "jsonl"],
+  f.DEFINE_enum("data_format", "auto", ["auto", *data_formats.NAMES],
                 "Format of --data_path files; auto: from the file extension.")
   f.DEFINE_enum("tokenizer", "whitespace", list(TOKENIZERS),
                 "How the data files' text is split into tokens. whitespace: the text is "
@@ -158,6 +159,10 @@ def given_flags(flag_values):
                    if f.name in flag_values and flag_values[f.name].present)
 
 
+# The HParams fields that are no flag: settle.py works them out once from the flags and the data.
+SETTLED = ("read_tokenizer", "read_lowercase")
+
+
 @dataclasses.dataclass(frozen=True)
 class HParams:
   """Everything the library needs, so that no module below the entry point reads FLAGS."""
@@ -170,6 +175,10 @@ class HParams:
   # How raw text became the tokens (raw_text.py); None: not known.
   raw_tokenizer: str | None = None
   raw_lowercase: bool | None = None
+  # How the text of --data_path becomes the model's tokens (raw_text.reading), settled once;
+  # None: as tokenizer and lowercase (`reads`).
+  read_tokenizer: str | None = None
+  read_lowercase: bool | None = None
   article_key: str = "article"
   abstract_key: str = ""
   single_pass: bool = False
@@ -269,6 +278,15 @@ class HParams:
     if self.eval_max_checkpoints < 0:
       raise DataError(f"--eval_max_checkpoints={self.eval_max_checkpoints}: must be >= 0")
     return self
+
+  @property
+  def reads(self):
+    """(tokenizer, lowercase) that turn the text of --data_path into the model's tokens: as
+    settled (raw text in a run trained on pre-tokenised text: as that text was made), else the
+    flags'."""
+    if self.read_tokenizer is None:
+      return self.tokenizer, self.lowercase
+    return self.read_tokenizer, self.read_lowercase
 
   @property
   def checkpoint_utility(self):

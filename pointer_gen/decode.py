@@ -16,10 +16,10 @@ from pointer_gen import beam_search
 from pointer_gen import checkpoints
 from pointer_gen import continuous_batching
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
-from pointer_gen import raw_text
 from pointer_gen import records
 from pointer_gen import search as search_lib
 from pointer_gen import stopping
@@ -43,9 +43,9 @@ def decode_dir_name(hps, ckpt_path):
   split = next((s for s in ("train", "val", "test") if s in base), None)
   if split is None:
     split = re.sub(r"[^A-Za-z0-9]+", "", base.split(".")[0]) or "data"
-  data_format = records.detect_format(records.expand_glob(hps.data_path)[0], hps.data_format)
-  if data_format != "bin":
-    split += f"_{data_format}"
+  data_format = data_formats.detect(records.expand_glob(hps.data_path)[0], hps.data_format)
+  if not data_format.original:
+    split += f"_{data_format.name}"
   extras = ""
   if hps.first_step_context != "original":
     extras += f"_{hps.first_step_context}ctx"
@@ -99,7 +99,7 @@ def examples(batches):
 
 def reference_sentences(abstract, tokenizer, lowercase):
   """The reference summary's sentences (the lines of `abstract`) as the model's tokens joined by
-  spaces: tokenised and cased as the articles (raw_text.reading), so that raw text's references
+  spaces: tokenised and cased as the articles (`HParams.reads`), so that raw text's references
   are those its prepared data (.bin) holds, and ROUGE scores a summary of either alike. ptb
   gives each line its own period, as the prepared data's sentences have."""
   lines = [line for line in abstract.split("\n") if line.strip()]
@@ -204,7 +204,7 @@ class SinglePassDecoder:
     decoder = continuous_batching.SlotDecoder(self.model, settings, self.hps.batch_size,
                                               self.hps.max_enc_steps, self.strategy)
     articles = itertools.islice(examples(dataset), max(total - done, 0))
-    reads = raw_text.reading(self.hps)
+    reads = self.hps.reads
     progress, first_done = Progress(total), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
       for example, result in decoder.decode(articles):
@@ -262,7 +262,7 @@ class SinglePassDecoder:
       references.append(_read_lines(os.path.join(self.ref_dir, f"{i:06d}_reference.txt")))
     rouge = metrics.rouge(decoded, references, tokenizer=self.hps.rouge_tokenizer)
     ngrams = ngram_figures(decoded, references, self._articles(count),
-                           *raw_text.reading(self.hps))
+                           *self.hps.reads)
     result = {
         "num_examples": count,
         "rouge": {k: v for k, v in rouge.items() if k != "per_example"},
@@ -371,7 +371,7 @@ class CheckpointFollowingDecoder:
   def __init__(self, hps, vocab, model, ckpt_path, strategy=beam_search.BeamSearch):
     self.hps, self.vocab, self.model, self.strategy = hps, vocab, model, strategy
     self.ckpt_path = ckpt_path
-    self.reads = raw_text.reading(hps)  # (tokenizer, lowercase) of the data's articles
+    self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
     self.dir = os.path.join(hps.run_dir, "decode")
     self.vis_dir = os.path.join(self.dir, "attn_vis")
 

@@ -27,7 +27,6 @@ import numpy as np
 from pointer_gen import attention_view
 from pointer_gen import data
 from pointer_gen import decode
-from pointer_gen import raw_text
 from pointer_gen import search as search_lib
 from pointer_gen import stopping
 from pointer_gen import tensorboard_log
@@ -92,7 +91,7 @@ class Samples:
     self.batches = list(itertools.islice(dataset, hps.eval_samples))
     source.raise_if_failed()
     self.examples = [next(decode.examples([batch])) for batch in self.batches]
-    self.reads = raw_text.reading(hps)  # (tokenizer, lowercase) of the data's articles
+    self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
     self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
                      for e in self.examples]
     self.search = decode.make_search(

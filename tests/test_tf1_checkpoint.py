@@ -294,7 +294,8 @@ def test_conversion_records_the_run_config(reference, converted):
       "tokenizer": "whitespace", "lowercase": False,
       "vocab_path": os.path.abspath(reference["vocab"])}
   decode_hps, _ = settle.from_run(config.HParams(mode="decode", log_root=hps.log_root,
-                                                 exp_name=hps.exp_name), given=frozenset())
+                                                 exp_name=hps.exp_name), given=frozenset(),
+                                  recorded=recorded)
   assert (decode_hps.hidden_dim, decode_hps.emb_dim, decode_hps.coverage,
           decode_hps.vocab_path) == (H, E, True, os.path.abspath(reference["vocab"]))
 
