@@ -12,6 +12,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import demo_data
@@ -27,6 +28,7 @@ def hparams(flag_values):
   (a conflicting one is an error), the data resolved and checked, before anything is written."""
   hps = config.HParams.from_flags(flag_values)
   given = config.given_flags(flag_values)
+  attention.check(hps, given)
   utility = hps.checkpoint_utility
   if utility and hps.mode != "train":
     raise DataError("--convert_to_coverage_model and --restore_best_model work with "
