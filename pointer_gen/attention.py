@@ -48,7 +48,7 @@ def register(name):
 
   def add(cls):
     if name in IMPLEMENTATIONS or name == AUTO:
-      raise ValueError(f"attention implementation {name!r} registered twice")
+      raise ValueError(f"attention implementation name {name!r} is taken")
     implementation = cls()
     implementation.name = name
     IMPLEMENTATIONS[name] = implementation
@@ -235,7 +235,7 @@ def check(hps, given):
   if name == AUTO:
     return
   implementation = get(name)
-  if hps.mode == "train" and not implementation.differentiable:
+  if hps.mode == "train" and not hps.checkpoint_utility and not implementation.differentiable:
     trainable = ", ".join(n for n, i in IMPLEMENTATIONS.items() if i.differentiable)
     raise DataError(f"--attention_implementation={name} has no gradient and cannot train "
                     f"(--mode=train): use {AUTO} or one of {trainable}")
