@@ -7,6 +7,7 @@ teacher-forced pass, through PointerGenerator.call with its late gradients), bea
 (the same traced with unknown sizes). An edit to `eager` alone fails here for the others."""
 
 import contextlib
+import functools
 
 import numpy as np
 import pytest
@@ -73,6 +74,18 @@ def _batch(rows):
           "num_oovs": np.full([rows], 2, np.int32)}
 
 
+@functools.lru_cache(maxsize=None)
+def _references(run, coverage, policy):
+  """eager's results in `policy` and, in mixed_bfloat16, in float32: made once for all the
+  implementations (the models' weights come from the same seed)."""
+  eager = attention.get("eager")
+  if run is _search_step:
+    run = lambda model, implementation, coverage: _search_step(model, implementation, "beam",
+                                                               coverage)
+  return (run(_model(coverage, policy), eager, coverage),
+          run(_model(coverage, "float32"), eager, coverage) if policy != "float32" else {})
+
+
 def _training(model, implementation, coverage):
   """The teacher-forced pass as train.py runs it: its outputs, loss and every gradient."""
   batch = _batch(N)
@@ -102,9 +115,7 @@ def test_training_shape(name, coverage, policy):
   model = _model(coverage, policy)
   implementation = attention.get(name)
   got = _training(model, implementation, coverage)
-  want = _training(model, attention.get("eager"), coverage)
-  want32 = (_training(_model(coverage, "float32"), attention.get("eager"), coverage)
-            if policy == "mixed_bfloat16" else {})
+  want, want32 = _references(_training, coverage, policy)
   if implementation.differentiable:
     assert len(got) == len(want) == 4 + len(model.trainable_variables)
   for what, value in got.items():
@@ -163,9 +174,7 @@ def test_search_shapes(name, shape, coverage, policy):
   memory repeated for every row."""
   model = _model(coverage, policy)
   got = _search_step(model, attention.get(name), shape, coverage)
-  want = _search_step(model, attention.get("eager"), "beam", coverage)
-  want32 = (_search_step(_model(coverage, "float32"), attention.get("eager"), "beam", coverage)
-            if policy == "mixed_bfloat16" else {})
+  want, want32 = _references(_search_step, coverage, policy)
   for what, value in got.items():
     assert value.shape == want[what].shape, what
     _assert_close(value, want[what], what, want32.get(what))
