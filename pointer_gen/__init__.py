@@ -20,8 +20,10 @@ Batches:
   data                 the input pipeline: records -> id tensors -> padded, bucketed batches
 The model:
   model_config         the model's sizes and switches: one value the model and its cell hold
-  layers               the Keras layers: encoder, reduce-state, attention, decoder cell
   kernels              hand-written gradients and XLA kernels, each a named plain formula
+  attention            the attention's score and context: the paper's equations (`eager`) and
+                       the fast implementations, registered by name (--attention_implementation)
+  layers               the Keras layers: encoder, reduce-state, attention, decoder cell
   model                the pointer-generator: embedding, encoder, decoder loop
 The loss:
   losses               masked NLL (pointer or baseline form) and the coverage loss

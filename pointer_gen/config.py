@@ -5,6 +5,7 @@ import os
 
 from absl import flags
 
+from pointer_gen import attention
 from pointer_gen import data_formats
 from pointer_gen.errors import DataError
 from pointer_gen.precision import PRECISIONS
@@ -134,6 +135,19 @@ def define_flags():
                    "XLA's tanh may differ from TensorFlow's in the last bit; "
                    "--nocompiled_attention uses TensorFlow's ops, as export does unless "
                    "--export_compiled_attention.")
+  f.DEFINE_enum("attention_implementation", attention.AUTO,
+                [attention.AUTO, *attention.IMPLEMENTATIONS], "How the attention's scores and "
+                "context are computed, in every mode; each gives the same numbers to float32 "
+                "rounding (tests/test_attention_implementations.py). eager: the paper's "
+                "equations, differentiated by TensorFlow (the reference; slower); "
+                "hand_gradient(_xla): hand-written gradients, with TensorFlow's ops (or XLA "
+                "kernels); shared, xla: decoding only (no gradient), each article's memory read "
+                "once by its hypotheses, with TensorFlow's ops or one XLA kernel. auto: the "
+                "fastest for each: hand_gradient_xla to train and eval, xla to decode (or "
+                "hand_gradient with --nocompiled_attention), shared to export (or xla with "
+                "--export_compiled_attention). An explicit value applies everywhere; "
+                "--[no]compiled_attention or --[no]export_compiled_attention given with it must "
+                "agree with it.")
   f.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
                 "tf.distribute strategy for training: one device, all local GPUs "
                 "(MirroredStrategy), several machines (MultiWorkerMirroredStrategy, reads "
@@ -224,6 +238,7 @@ class HParams:
   length_penalty_alpha: float | None = None
   first_step_context: str = "original"
   compiled_attention: bool = True
+  attention_implementation: str = attention.AUTO
   strategy: str = "default"
   tpu: str = ""
   skip_nonfinite_batches: bool = False
@@ -256,6 +271,9 @@ class HParams:
         raise DataError(f"--{name}={getattr(self, name)}: must be positive")
     if self.precision not in PRECISIONS:
       raise DataError(f"--precision={self.precision}: expected one of {', '.join(PRECISIONS)}")
+    if (self.attention_implementation != attention.AUTO
+        and self.attention_implementation not in attention.IMPLEMENTATIONS):
+      attention.get(self.attention_implementation)  # the DataError naming the flag
     if self.clip_norm not in CLIP_NORMS:
       raise DataError(f"--clip_norm={self.clip_norm}: expected one of {', '.join(CLIP_NORMS)}")
     # Only beam search reads min_dec_steps; training with short summaries must not trip on it.

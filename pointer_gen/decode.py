@@ -11,6 +11,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
 from pointer_gen import beam_search
 from pointer_gen import checkpoints
@@ -58,11 +59,11 @@ def decode_dir_name(hps, ckpt_path):
           f"ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
-def make_search(model, settings, strategy=beam_search.BeamSearch):
+def make_search(model, settings, strategy=beam_search.BeamSearch, attention=None):
   """The whole search of a batch of articles (search.Settings `settings`, a search.Strategy
-  class) as one compiled function."""
+  class, an attention.SearchAttention) as one compiled function."""
   ids = tf.TensorSpec([None, None], tf.int32)
-  searcher = strategy(settings)
+  searcher = strategy(settings, attention)
 
   @tf.function(autograph=False, input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                 tf.TensorSpec([], tf.int32)])
@@ -199,10 +200,10 @@ class SinglePassDecoder:
       total = min(total, self.hps.max_decode_examples)
     # --batch_size searches side by side; each slot takes the next article as soon as its
     # search ends (continuous batching), and results come back in data order.
-    settings = search_lib.Settings.from_hparams(self.hps,
-                                                compiled_attention=self.hps.compiled_attention)
-    decoder = continuous_batching.SlotDecoder(self.model, settings, self.hps.batch_size,
-                                              self.hps.max_enc_steps, self.strategy)
+    settings = search_lib.Settings.from_hparams(self.hps)
+    decoder = continuous_batching.SlotDecoder(
+        self.model, settings, self.hps.batch_size, self.hps.max_enc_steps, self.strategy,
+        attention_lib.SearchAttention.of(self.hps, "decode"))
     articles = itertools.islice(examples(dataset), max(total - done, 0))
     reads = self.hps.reads
     progress, first_done = Progress(total), done
@@ -273,6 +274,7 @@ class SinglePassDecoder:
             "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
             "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
             "length_penalty_alpha", "precision", "first_step_context", "compiled_attention",
+            "attention_implementation",
             # The run's settings as used (from run_config.json when not given).
             "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer", "lowercase",
             "raw_tokenizer", "raw_lowercase", "data_format", "article_key", "abstract_key")},
@@ -388,7 +390,7 @@ class CheckpointFollowingDecoder:
     source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
     search = make_search(self.model,
                          search_lib.Settings.from_hparams(self.hps, keep_attention=True),
-                         self.strategy)
+                         self.strategy, attention_lib.SearchAttention.of(self.hps, "view"))
     last_load = time.time()
     count = 0
     for batch in dataset:

@@ -24,6 +24,7 @@ import time
 from absl import logging
 import numpy as np
 
+from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
 from pointer_gen import data
 from pointer_gen import decode
@@ -95,7 +96,8 @@ class Samples:
     self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
                      for e in self.examples]
     self.search = decode.make_search(
-        model, search_lib.Settings.from_hparams(hps, keep_attention=True))
+        model, search_lib.Settings.from_hparams(hps, keep_attention=True),
+        attention=attention_lib.SearchAttention.of(hps, "view"))
     logging.info("Eval samples: the first %d articles of %s, decoded at each checkpoint.",
                  len(self.batches), hps.data_path)
 

@@ -49,6 +49,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import attention as attention_lib
 from pointer_gen import beam_search
 from pointer_gen import checkpoints
 from pointer_gen import data
@@ -159,13 +160,12 @@ class Summarizer(tf.Module):
     enc_input_ext = features["enc_input_ext"].to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
     oovs = features["article_oovs"].to_tensor("")  # [B, N]
     max_oovs = tf.shape(oovs)[1]
-    # Each article's encoder memory shared by its hypotheses; the attention scores from core
-    # ops, or from decode's XLA kernel with --export_compiled_attention.
-    settings = search_lib.Settings.from_hparams(
-        hps, keep_attention=keep_attention, compiled_attention=hps.export_compiled_attention,
-        shared_memory=True)
+    # By default each article's encoder memory shared by its hypotheses, the attention scores
+    # from core ops, or from decode's XLA kernel with --export_compiled_attention.
+    settings = search_lib.Settings.from_hparams(hps, keep_attention=keep_attention)
     result = beam_search.beam_search(self.model, enc_input, tf.maximum(enc_len, 1),
-                                     enc_input_ext, max_oovs, settings)
+                                     enc_input_ext, max_oovs, settings,
+                                     attention_lib.SearchAttention.of(hps, "export"))
 
     ids = result["tokens"]  # [B, T] extended ids, [STOP] included if generated, [PAD] after
     generated = tf.range(hps.max_dec_steps)[None, :] < result["length"][:, None]  # [B, T]
@@ -215,8 +215,10 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
       "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
       "length_penalty_alpha": 0.0 if alpha is None else float(alpha),
       "first_step_context": hps.first_step_context,
-      # The attention scores from an XLA kernel: the server must run XLA.
-      "compiled_attention": hps.export_compiled_attention,
+      # The attention's implementation; compiled_attention: an XLA kernel in it, so the server
+      # must run XLA.
+      "attention_implementation": attention_lib.chosen(hps, "export").name,
+      "compiled_attention": attention_lib.chosen(hps, "export").uses_xla,
       # How the export tokenises its input; tokenizer and lowercase read the run's data files.
       "raw_tokenizer": raw_tokenizer,
       "raw_lowercase": raw_lowercase,

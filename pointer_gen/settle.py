@@ -13,6 +13,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data_formats
@@ -30,6 +31,7 @@ def hparams(flag_values):
   it settled, before anything is written."""
   hps = config.HParams.from_flags(flag_values)
   given = config.given_flags(flag_values)
+  attention.check(hps, given)
   utility = hps.checkpoint_utility
   if utility and hps.mode != "train":
     raise DataError("--convert_to_coverage_model and --restore_best_model work with "

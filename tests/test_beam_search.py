@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import beam_search
 from pointer_gen import layers
 from pointer_gen import model as model_lib
@@ -120,9 +121,10 @@ def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps
   monkeypatch.setattr(_Hyp, "alpha", alpha)
   settings = search_lib.Settings(beam_size=beam, max_dec_steps=max_steps,
                                  min_dec_steps=min_steps, block_ngram_repeat=block,
-                                 length_penalty_alpha=alpha, compiled_attention=compiled is True,
-                                 shared_memory=compiled == "shared")
-  search = tf.function(lambda *a: beam_search.beam_search(model, *a, settings))
+                                 length_penalty_alpha=alpha)
+  steps = {True: "xla", False: "hand_gradient", "shared": "shared"}[compiled]
+  searched = attention.SearchAttention(attention.get(steps), attention.get("hand_gradient"))
+  search = tf.function(lambda *a: beam_search.beam_search(model, *a, settings, searched))
   got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
   finished = 0
   for n in range(len(enc_len)):

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import beam_search
+from pointer_gen import config
 from pointer_gen import continuous_batching
 from pointer_gen import search as search_lib
 
@@ -22,10 +24,10 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
   model = _random_model(pointer_gen=True, coverage=True, seed=seed)
   enc_input, enc_len, ext, _ = _articles(10, MAX_ENC_STEPS, seed)
   settings = search_lib.Settings(beam_size=3, max_dec_steps=8, min_dec_steps=1,
-                                 block_ngram_repeat=block, first_step_context=first_step_context,
-                                 compiled_attention=compiled)
+                                 block_ngram_repeat=block, first_step_context=first_step_context)
+  searched = attention.SearchAttention.of(config.HParams(compiled_attention=compiled), "decode")
   decoder = continuous_batching.SlotDecoder(model, settings, num_slots=slots,
-                                            max_enc_steps=MAX_ENC_STEPS)
+                                            max_enc_steps=MAX_ENC_STEPS, attention=searched)
   admitted = []
   admit = decoder._admit
   decoder._admit = lambda search, slots, *args: (admitted.append(list(slots)),

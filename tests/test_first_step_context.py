@@ -172,11 +172,13 @@ def test_export_records_and_uses_the_first_step_context(monkeypatch, tmp_path):
   # search is what the export tests do, with the default).
   seen = {}
 
-  def search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings):
+  def search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings, attention):
     seen["first_step_context"] = settings.first_step_context
+    seen["attention"] = (attention.steps.name, attention.first_step.name)
     raise _SearchCalled
 
   monkeypatch.setattr(export.beam_search, "beam_search", search)
   with pytest.raises(_SearchCalled):
     summarizer.summarize(tf.constant(["w3 QQA w7"]))
-  assert seen == {"first_step_context": "zeros"}
+  # The export's default attention: the memory shared, TensorFlow's ops (step 0's as decode's).
+  assert seen == {"first_step_context": "zeros", "attention": ("shared", "hand_gradient")}

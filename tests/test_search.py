@@ -122,7 +122,5 @@ def test_settings_are_the_decode_flags():
                        length_penalty_alpha=0.6, first_step_context="zeros")
   assert search_lib.Settings.from_hparams(hps) == search_lib.Settings(
       beam_size=5, max_dec_steps=90, min_dec_steps=30, keep_attention=False,
-      block_ngram_repeat=3, length_penalty_alpha=0.6, first_step_context="zeros",
-      compiled_attention=False)
-  assert search_lib.Settings.from_hparams(hps, keep_attention=True,
-                                          compiled_attention=True).compiled_attention
+      block_ngram_repeat=3, length_penalty_alpha=0.6, first_step_context="zeros")
+  assert search_lib.Settings.from_hparams(hps, keep_attention=True).keep_attention

@@ -50,6 +50,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import beam_search
 from pointer_gen import bin_format
 from pointer_gen import checkpoints
@@ -361,8 +362,10 @@ def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attentio
   --compiled_attention's kernel for every shape the timed run meets."""
   # Read first, so that the time holds no input work.
   examples = decode_examples(hps, vocab, slots + articles)
-  settings = search_lib.Settings.from_hparams(hps, compiled_attention=compiled_attention)
-  decoder = continuous_batching.SlotDecoder(model, settings, slots, hps.max_enc_steps)
+  settings = search_lib.Settings.from_hparams(hps)
+  decoder = continuous_batching.SlotDecoder(
+      model, settings, slots, hps.max_enc_steps, attention=attention.SearchAttention.of(
+          hps.replace(compiled_attention=compiled_attention), "decode"))
   list(decoder.decode(examples[:slots]))
   list(decoder.decode(examples[slots:]))
   start = time.perf_counter()
@@ -428,14 +431,6 @@ def trained_decode_rows(hps, results, rows):
                f"{padded['articles_per_sec'] / one['articles_per_sec']:.1f}x batch 1"))
 
 
-def _plain_scores(memory_features, query_features, v, coverage=None, w_c=None, compiled=False):
-  del compiled  # the plain formula is TensorFlow's ops
-  features = memory_features + query_features[:, None, :]  # [B, L, U]
-  if coverage is not None:
-    features += coverage[:, :, None] * w_c
-  return tf.reduce_sum(v * tf.tanh(features), axis=2)  # [B, L]
-
-
 def _project_every_step(call):
   return lambda self, batch, real_steps_only=False, for_xla=False: call(self, batch, False,
                                                                         for_xla)
@@ -446,20 +441,14 @@ def _no_late_gradient(*_):
 
 
 # Each optimisation and its plain formulation: a list of (module, attribute, plain replacement
-# factory) patched together.
+# factory) patched together, or the attention implementation (attention.IMPLEMENTATIONS) trained
+# in place of auto's.
 ABLATIONS = {
     "encoder's recurrent kernel: gradient summed in the loop": [
         (kernels, "loop_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
         (kernels, "recurrent_kernel_gradient", lambda _: _no_late_gradient)],
-    "attention scores: automatic gradient": [
-        (kernels, "attention_scores", lambda _: _plain_scores)],
-    "attention tanh and its gradient: TensorFlow's ops, not XLA kernels": [
-        (kernels, "attention_scores",
-         lambda scores: lambda *args, **kwargs: scores(*args, **{**kwargs, "compiled": False}))],
-    "attention context: einsum, states' gradient summed in the loop": [
-        (kernels, "attention_context_late_states_gradient",
-         lambda _: lambda a, h: tf.einsum("bl,bld->bd", a, h)),
-        (kernels, "context_states_gradient", lambda _: _no_late_gradient)],
+    "attention: eager (the paper's equations, TensorFlow's gradients, einsum context)": "eager",
+    "attention tanh and its gradient: TensorFlow's ops, not XLA kernels": "hand_gradient",
     "loss: gather after softmax": [
         (losses, "softmax_at",
          lambda _: lambda logits, ids: tf.gather(tf.nn.softmax(logits), ids, batch_dims=1))],
@@ -476,12 +465,15 @@ def ablation(hps, batches, rounds):
   steps = {}
   for name in ["all optimisations"] + list(ABLATIONS):
     patches = ABLATIONS.get(name, [])
+    variant = hps
+    if isinstance(patches, str):
+      variant, patches = hps.replace(attention_implementation=patches), []
     originals = [getattr(target, attribute) for target, attribute, _ in patches]
     for (target, attribute, plain), original in zip(patches, originals):
       setattr(target, attribute, plain(original))
     try:
-      trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
-      step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps,
+      trainer = train.Trainer(variant.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
+      step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, variant,
                                    hps.vocab_size)
       iterator = iter(tf.data.Dataset.from_generator(lambda: batches, output_signature=spec)
                       .repeat())
