@@ -1,10 +1,23 @@
 """pointer_gen: the pointer-generator network with coverage (See et al., 2017) in TF2 / Keras 3.
 
-The code map, by layer. The main path runs files -> examples -> batches -> model -> loss ->
-training, then beam search -> decode; a module on it imports only from its own layer, the layers
-above it and the plumbing (data never imports the model, layers never the model, losses never
-train).
+The code map, by layer, from the base up. Data flows one way, files -> examples -> batches ->
+model -> loss -> training, then search -> decode: a module imports only from its own layer and
+the layers listed before it (data never imports the model, layers never the model, losses never
+train; nothing but the entry layer imports config). tests/test_code_map.py reads every import and
+fails on one that goes up the map.
 
+The base, which every layer may use:
+  errors               the errors for bad user input, naming the file, record or flag
+  files                atomic writes: a reader sees the old file or the complete new one
+  stopping             Ctrl-C and SIGTERM as one clean stop between steps
+  environment          the process's TensorFlow settings: CPU allocator, XLA's vector width,
+                       optimiser, --debug
+  precision            `--precision`: the Keras dtype policy, float32 or mixed_bfloat16
+  distribute           `--strategy`: one device, local GPUs, many workers, TPU
+  tensorboard_log      TensorBoard scalars, text and pictures written with core TensorFlow alone
+  metrics              ROUGE with intervals, n-gram figures (no TensorFlow)
+  run_lock             one trainer per run directory: the flock on `<run>/trainer.lock`
+  checkpoints          where checkpoints live; which one each mode loads and how it restores it
 Files and examples:
   records              what every data format shares: the record, skipped records, the
                        tf.train.Example, the DataFormat interface; bad records
@@ -16,6 +29,7 @@ Files and examples:
   text                 tokenisation as TensorFlow ops, shared by training and serving
   ptb                  `--tokenizer=ptb`: CoreNLP 3.7.0's PTBTokenizer as RE2 rewrites
   raw_text             how raw text became the data's tokens, apart from how files are read
+  run_record           `<run>/run_config.json`: the model's settings, which every mode follows
 Batches:
   data                 the input pipeline: records -> id tensors -> padded, bucketed batches
 The model:
@@ -42,25 +56,13 @@ Decoding and serving:
                        evaluate by the entry point
   export               `--mode=export`: a self-contained SavedModel, raw text to summaries
 
-The plumbing:
+The entry layer: the command line and what only it uses:
   run                  the entry point: parses the flags, dispatches to each mode's `run`
   settle               the flags, the run's record and the checkpoint into one HParams
   config               the flags (the original's names, defaults) and the HParams from them
-  environment          the process's TensorFlow settings: CPU allocator, XLA's vector width,
-                       optimiser, --debug
   usage                `--help`: the project's flags grouped by the mode that reads them
-  run_record           `<run>/run_config.json`: the model's settings, which every mode follows
-  run_lock             one trainer per run directory: the flock on `<run>/trainer.lock`
-  checkpoints          where checkpoints live; which one each mode loads and how it restores it
   train_utilities      `--convert_to_coverage_model` and `--restore_best_model`
   tf1_checkpoint       reads the original TF1 code's checkpoints into a run
-  precision            `--precision`: the Keras dtype policy, float32 or mixed_bfloat16
-  distribute           `--strategy`: one device, local GPUs, many workers, TPU
-  tensorboard_log      TensorBoard scalars, text and pictures written with core TensorFlow alone
-  stopping             Ctrl-C and SIGTERM as one clean stop between steps
-  metrics              ROUGE with intervals, n-gram figures (no TensorFlow)
-  files                atomic writes: a reader sees the old file or the complete new one
-  errors               the errors for bad user input, naming the file, record or flag
   demo_data            the built-in demo corpus, generated in the `.bin` format
 
 Tools (`tools/`) and the documentation (`README.md`, `docs/`) sit beside the package.
