@@ -1,4 +1,4 @@
-"""`--mode=decode`: beam search over articles; single-pass evaluation runs with ROUGE and
+"""`--mode=decode`: the search (--search) over articles; single-pass evaluation runs with ROUGE and
 repetition figures, or the original's endless logging of random examples with attention JSON."""
 
 import itertools
@@ -12,7 +12,6 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_gen import attention_view
-from pointer_gen import beam_search
 from pointer_gen import checkpoints
 from pointer_gen import continuous_batching
 from pointer_gen import data
@@ -23,6 +22,7 @@ from pointer_gen import raw_text
 from pointer_gen import records
 from pointer_gen import search as search_lib
 from pointer_gen import stopping
+from pointer_gen import strategies
 from pointer_gen import tensorboard_log
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
@@ -31,14 +31,28 @@ from pointer_gen.errors import make_output_dir
 
 RELOAD_SECS = 60
 _PER_EXAMPLE = "per_example.jsonl"
+# The order of metrics.json's "flags": the search's settings (strategies.written) stand where a
+# beam decode's file has always had them, so that it stays the same byte for byte; a strategy's
+# own setting not named here comes last.
+_FLAGS_ORDER = (
+    "data_path", "search", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
+    "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat", "length_penalty_alpha",
+    "precision", "first_step_context")
+# metrics.json's other "flags": the run's settings as used (from run_config.json when not
+# given).
+_RUN_FLAGS = (
+    "data_path", "max_enc_steps", "pointer_gen", "coverage", "rouge_tokenizer", "precision",
+    "compiled_attention", "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer",
+    "lowercase", "raw_tokenizer", "raw_lowercase", "data_format", "article_key", "abstract_key")
 
 
 def decode_dir_name(hps, ckpt_path):
   """The original's directory name, e.g. decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-5,
   with the data's format after the split when it is not the original's .bin (a test set as
-  .bin and as raw JSONL are two data sets) and a suffix for each search option off the
-  original's default, so that decoding one checkpoint both ways gives two directories instead of
-  a refusal to overwrite the first."""
+  .bin and as raw JSONL are two data sets) and the search's settings as strategies.dir_name
+  writes them (another strategy's name for `4beam`, a suffix for each search option off the
+  original's default), so that decoding one checkpoint both ways gives two directories instead
+  of a refusal to overwrite the first."""
   base = os.path.basename(hps.data_path)
   split = next((s for s in ("train", "val", "test") if s in base), None)
   if split is None:
@@ -46,23 +60,14 @@ def decode_dir_name(hps, ckpt_path):
   data_format = records.detect_format(records.expand_glob(hps.data_path)[0], hps.data_format)
   if data_format != "bin":
     split += f"_{data_format}"
-  extras = ""
-  if hps.first_step_context != "original":
-    extras += f"_{hps.first_step_context}ctx"
-  if hps.block_ngram_repeat:
-    extras += f"_block{hps.block_ngram_repeat}gram"
-  if hps.length_penalty_alpha is not None:
-    extras += f"_lp{hps.length_penalty_alpha:g}"
-  return (f"decode_{split}_{hps.max_enc_steps}maxenc_{hps.beam_size}beam_"
-          f"{hps.min_dec_steps}mindec_{hps.max_dec_steps}maxdec{extras}_"
+  return (f"decode_{split}_{hps.max_enc_steps}maxenc_{strategies.dir_name(hps)}_"
           f"ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
-def make_search(model, settings, strategy=beam_search.BeamSearch):
-  """The whole search of a batch of articles (search.Settings `settings`, a search.Strategy
-  class) as one compiled function."""
+def make_search(model, searcher):
+  """The whole search of a batch of articles by `searcher` (a search.Strategy) as one compiled
+  function."""
   ids = tf.TensorSpec([None, None], tf.int32)
-  searcher = strategy(settings)
 
   @tf.function(autograph=False, input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                 tf.TensorSpec([], tf.int32)])
@@ -73,7 +78,7 @@ def make_search(model, settings, strategy=beam_search.BeamSearch):
 
 
 def run_search(search, batch):
-  """The beam search's outputs for each article of `batch`, as numpy, one dict an article."""
+  """The search's outputs for each article of `batch`, as numpy, one dict an article."""
   result = search(batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
                   tf.reduce_max(batch["num_oovs"]))
   result = {k: v.numpy() for k, v in result.items()}
@@ -156,11 +161,11 @@ class SinglePassDecoder:
   """Decodes a data set once, in order, into decode_.../{reference,decoded}; resumable.
 
   `run` returns the metrics, or None if Ctrl-C or SIGTERM stopped it first (between batches;
-  each example's files are written whole). strategy: the search (a search.Strategy class).
+  each example's files are written whole). The search is --search's strategy.
   """
 
-  def __init__(self, hps, vocab, model, ckpt_path, strategy=beam_search.BeamSearch):
-    self.hps, self.vocab, self.model, self.strategy = hps, vocab, model, strategy
+  def __init__(self, hps, vocab, model, ckpt_path):
+    self.hps, self.vocab, self.model = hps, vocab, model
     self.dir = os.path.join(hps.run_dir, hps.decode_dir or decode_dir_name(hps, ckpt_path))
     self.step = checkpoints.step_of(ckpt_path) or 0
     self.ref_dir = os.path.join(self.dir, "reference")
@@ -201,8 +206,8 @@ class SinglePassDecoder:
     # search ends (continuous batching), and results come back in data order.
     settings = search_lib.Settings.from_hparams(self.hps,
                                                 compiled_attention=self.hps.compiled_attention)
-    decoder = continuous_batching.SlotDecoder(self.model, settings, self.hps.batch_size,
-                                              self.hps.max_enc_steps, self.strategy)
+    decoder = continuous_batching.SlotDecoder(self.model, strategies.make(self.hps, settings),
+                                              self.hps.batch_size, self.hps.max_enc_steps)
     articles = itertools.islice(examples(dataset), max(total - done, 0))
     reads = raw_text.reading(self.hps)
     progress, first_done = Progress(total), done
@@ -269,13 +274,7 @@ class SinglePassDecoder:
         "ngrams": ngrams,
         "p_gen_mean": float(np.mean(p_gen_means)) if self.model.pointer_gen and count else None,
         "skipped_records": dict(skips.counts),
-        "flags": {k: getattr(self.hps, k) for k in (
-            "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
-            "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
-            "length_penalty_alpha", "precision", "first_step_context", "compiled_attention",
-            # The run's settings as used (from run_config.json when not given).
-            "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer", "lowercase",
-            "raw_tokenizer", "raw_lowercase", "data_format", "article_key", "abstract_key")},
+        "flags": _flags(self.hps),
     }
     files.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                             metrics.rouge_results_text(rouge))
@@ -307,6 +306,14 @@ class SinglePassDecoder:
         break
       articles.append(article)
     return articles
+
+
+def _flags(hps):
+  """metrics.json's "flags": the search's settings and the run's, in _FLAGS_ORDER."""
+  flags = {**{name: getattr(hps, name) for name in _RUN_FLAGS}, **strategies.written(hps)}
+  order = {name: place for place, name in enumerate(_FLAGS_ORDER)}
+  # sorted is stable: the flags not in _FLAGS_ORDER keep their order, after those in it.
+  return dict(sorted(flags.items(), key=lambda item: order.get(item[0], len(order))))
 
 
 def ngram_figures(decoded, references, articles, tokenizer, lowercase):
@@ -365,11 +372,11 @@ def _marked(words, oovs):
 
 class CheckpointFollowingDecoder:
   """The original's non-single-pass decode: random examples forever, newest checkpoint every
-  RELOAD_SECS, a log of each, and the attention-visualisation JSON. strategy: the search (a
-  search.Strategy class)."""
+  RELOAD_SECS, a log of each, and the attention-visualisation JSON. The search is --search's
+  strategy."""
 
-  def __init__(self, hps, vocab, model, ckpt_path, strategy=beam_search.BeamSearch):
-    self.hps, self.vocab, self.model, self.strategy = hps, vocab, model, strategy
+  def __init__(self, hps, vocab, model, ckpt_path):
+    self.hps, self.vocab, self.model = hps, vocab, model
     self.ckpt_path = ckpt_path
     self.reads = raw_text.reading(hps)  # (tokenizer, lowercase) of the data's articles
     self.dir = os.path.join(hps.run_dir, "decode")
@@ -386,9 +393,8 @@ class CheckpointFollowingDecoder:
     earlier = self._vis_files()
     index = earlier[-1][0] + 1 if earlier else 0
     source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
-    search = make_search(self.model,
-                         search_lib.Settings.from_hparams(self.hps, keep_attention=True),
-                         self.strategy)
+    search = make_search(self.model, strategies.make(
+        self.hps, search_lib.Settings.from_hparams(self.hps, keep_attention=True)))
     last_load = time.time()
     count = 0
     for batch in dataset:
@@ -439,11 +445,11 @@ class CheckpointFollowingDecoder:
       os.remove(os.path.join(self.vis_dir, name))
 
 
-def run(hps, vocab, strategy=beam_search.BeamSearch):
-  """Decodes with the search `strategy` (a search.Strategy class), the beam search by default."""
+def run(hps, vocab):
+  """Decodes with --search's strategy, the beam search by default."""
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   checkpoints.restore_weights(model, ckpt_path)
   decoder_class = SinglePassDecoder if hps.single_pass else CheckpointFollowingDecoder
   with stopping.until_stopped():
-    return decoder_class(hps, vocab, model, ckpt_path, strategy).run()
+    return decoder_class(hps, vocab, model, ckpt_path).run()

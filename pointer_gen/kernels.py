@@ -154,7 +154,9 @@ def compiled_attention_scores(memory_features_t, query_features, v, coverage=Non
   _, scores = tf.while_loop(
       lambda first, _: first < units, add_units,
       (tf.constant(0), tf.zeros([articles, beams, length], memory_features_t.dtype)),
-      shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, beams, None])))
+      # Not [None, beams, None]: with beams 1 (greedy decoding, --beam_size=1) the sum's second
+      # dimension, 1 broadcast against an unknown one, is unknown after a pass.
+      shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None, None])))
   return tf.reshape(scores, [-1, length])  # [N*K, L]
 
 

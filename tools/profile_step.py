@@ -48,6 +48,7 @@ from pointer_gen import data
 from pointer_gen import environment
 from pointer_gen import precision
 from pointer_gen import search as search_lib
+from pointer_gen import strategies
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from trace_ops import op_events  # tools/, next to this script
@@ -247,7 +248,8 @@ def profile_decode(hps, logdir):
   vocab = vocab_lib.Vocab([f"w{i}" for i in range(hps.vocab_size - 4)])
   model = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab).model
   settings = search_lib.Settings.from_hparams(hps, compiled_attention=True)
-  decoder = continuous_batching.SlotDecoder(model, settings, FLAGS.slots, hps.max_enc_steps)
+  decoder = continuous_batching.SlotDecoder(model, strategies.make(hps, settings), FLAGS.slots,
+                                            hps.max_enc_steps)
   articles = synthetic_articles(FLAGS.slots, hps.max_enc_steps, hps.vocab_size,
                                 np.random.default_rng(0))
   slots = np.arange(FLAGS.slots, dtype=np.int32)
