@@ -250,7 +250,8 @@ def test_greedy_export_serves_beam_size_ones_summaries(exported):
 
 def test_settings_and_layout(exported):
   saved = exported["saved"]
-  expected = {"search": "beam", "beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12, "max_enc_steps": 60,
+  expected = {"search": "beam", "beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12,
+              "max_enc_steps": 60,
               "vocab_size": 519, "tokenizer": "whitespace", "lowercase": False,
               # The demo corpus's raw text is its tokens: its vocab's .tokenization.json.
               "raw_tokenizer": "whitespace", "raw_lowercase": False,
