@@ -6,7 +6,12 @@ above it and the plumbing (data never imports the model, layers never the model,
 train).
 
 Files and examples:
-  records              examples in the original's chunked `.bin` and in JSONL; bad records
+  records              what every data format shares: the record, skipped records, the
+                       tf.train.Example, the DataFormat interface; bad records
+  bin_format           the original's chunked `.bin`
+  jsonl_format         JSON Lines, with the user's field names
+  tfrecord_format      TFRecord files of tf.train.Example, their checksums checked
+  data_formats         the registry of formats: detect, read, count by format
   vocab                the original's vocab file and the `.tokenization.json` beside it
   text                 tokenisation as TensorFlow ops, shared by training and serving
   ptb                  `--tokenizer=ptb`: CoreNLP 3.7.0's PTBTokenizer as RE2 rewrites
@@ -15,8 +20,10 @@ Batches:
   data                 the input pipeline: records -> id tensors -> padded, bucketed batches
 The model:
   model_config         the model's sizes and switches: one value the model and its cell hold
-  layers               the Keras layers: encoder, reduce-state, attention, decoder cell
   kernels              hand-written gradients and XLA kernels, each a named plain formula
+  attention            the attention's score and context: the paper's equations (`eager`) and
+                       the fast implementations, registered by name (--attention_implementation)
+  layers               the Keras layers: encoder, reduce-state, attention, decoder cell
   model                the pointer-generator: embedding, encoder, decoder loop
 The loss:
   losses               masked NLL (pointer or baseline form) and the coverage loss

@@ -38,7 +38,7 @@ BAR_BACKGROUND = (225, 225, 225)
 
 def article_tokens(article, reads, max_enc_steps):
   """The tokens of `article` the model saw (strings): its first max_enc_steps, tokenised as
-  `reads` (raw_text.reading's (tokenizer, lowercase)) from only as much of it as they need, as
+  `reads` (HParams.reads: (tokenizer, lowercase)) from only as much of it as they need, as
   data.article_features reads them."""
   tokens = text.tokenize_prefix(article, max_enc_steps, *reads)  # [<= max_enc_steps]
   return [t.decode("utf-8") for t in tokens.numpy()]

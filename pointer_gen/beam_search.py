@@ -259,16 +259,18 @@ class BeamSettings(search_lib.StrategySettings):
     return suffix
 
 
-def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings, options):
-  """Decodes a batch of N articles with search.Settings `settings` and BeamSettings `options`.
+def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings, options,
+                attention=None):
+  """Decodes a batch of N articles with search.Settings `settings`, BeamSettings `options` and
+  `attention` (an attention.SearchAttention, see search.Strategy).
 
   enc_input, enc_input_ext [N, L] int32; enc_len [N]; max_oovs: scalar, the widest OOV list.
   Returns the winners (search's contract): tokens [N, max_dec_steps], length [N], score [N]
   (average log-probability with the [START] token counted, as the original), log_prob [N],
   p_gens [N, max_dec_steps] and, if settings.keep_attention, attn [N, max_dec_steps, L].
   """
-  return BeamSearch(settings, options).search(model, enc_input, enc_len, enc_input_ext,
-                                             max_oovs)
+  return BeamSearch(settings, options, attention).search(model, enc_input, enc_len,
+                                                        enc_input_ext, max_oovs)
 
 
 class BeamSearch(search_lib.Strategy):

@@ -5,6 +5,8 @@ import os
 
 from absl import flags
 
+from pointer_gen import attention
+from pointer_gen import data_formats
 from pointer_gen.errors import DataError
 from pointer_gen.precision import PRECISIONS
 from pointer_gen.search import FIRST_STEP_CONTEXTS
@@ -20,11 +22,11 @@ def define_flags():
   """Defines every flag on absl's global FLAGS; call once, from the entry point."""
   f = flags
   f.DEFINE_enum("mode", "train", list(MODES), "train, eval, decode or export.")
-  f.DEFINE_string("data_path", "", "Glob of data files (.bin chunks or .jsonl). Empty: the "
-                  "built-in demo corpus (its train split in train mode, val otherwise).")
+  f.DEFINE_string("data_path", "", "Glob of data files (.bin chunks, .jsonl, .tfrecord). Empty: "
+                  "the built-in demo corpus (its train split in train mode, val otherwise).")
   f.DEFINE_string("vocab_path", "", "Vocab file ('word count' lines). Empty with no "
                   "--data_path: the demo corpus's vocab.")
-  f.DEFINE_enum("data_format", "auto", ["auto", "bin", "jsonl"],
+  f.DEFINE_enum("data_format", "auto", ["auto", *data_formats.NAMES],
                 "Format of --data_path files; auto: from the file extension.")
   f.DEFINE_enum("tokenizer", "whitespace", list(TOKENIZERS),
                 "How the data files' text is split into tokens. whitespace: the text is "
@@ -140,6 +142,19 @@ def define_flags():
                    "XLA's tanh may differ from TensorFlow's in the last bit; "
                    "--nocompiled_attention uses TensorFlow's ops, as export does unless "
                    "--export_compiled_attention.")
+  f.DEFINE_enum("attention_implementation", attention.AUTO,
+                [attention.AUTO, *attention.IMPLEMENTATIONS], "How the attention's scores and "
+                "context are computed, in every mode; each gives the same numbers to float32 "
+                "rounding (tests/test_attention_implementations.py). eager: the paper's "
+                "equations, differentiated by TensorFlow (the reference; slower); "
+                "hand_gradient(_xla): hand-written gradients, with TensorFlow's ops (or XLA "
+                "kernels); shared, xla: decoding only (no gradient), each article's memory read "
+                "once by its hypotheses, with TensorFlow's ops or one XLA kernel. auto: the "
+                "fastest for each: hand_gradient_xla to train and eval, xla to decode (or "
+                "hand_gradient with --nocompiled_attention), shared to export (or xla with "
+                "--export_compiled_attention). An explicit value applies everywhere; "
+                "--[no]compiled_attention or --[no]export_compiled_attention given with it must "
+                "agree with it.")
   f.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
                 "tf.distribute strategy for training: one device, all local GPUs "
                 "(MirroredStrategy), several machines (MultiWorkerMirroredStrategy, reads "
@@ -165,6 +180,10 @@ def given_flags(flag_values):
                    if f.name in flag_values and flag_values[f.name].present)
 
 
+# The HParams fields that are no flag: settle.py works them out once from the flags and the data.
+SETTLED = ("read_tokenizer", "read_lowercase")
+
+
 @dataclasses.dataclass(frozen=True)
 class HParams:
   """Everything the library needs, so that no module below the entry point reads FLAGS."""
@@ -177,6 +196,10 @@ class HParams:
   # How raw text became the tokens (raw_text.py); None: not known.
   raw_tokenizer: str | None = None
   raw_lowercase: bool | None = None
+  # How the text of --data_path becomes the model's tokens (raw_text.reading), settled once;
+  # None: as tokenizer and lowercase (`reads`).
+  read_tokenizer: str | None = None
+  read_lowercase: bool | None = None
   article_key: str = "article"
   abstract_key: str = ""
   single_pass: bool = False
@@ -223,6 +246,7 @@ class HParams:
   length_penalty_alpha: float | None = None
   first_step_context: str = "original"
   compiled_attention: bool = True
+  attention_implementation: str = attention.AUTO
   strategy: str = "default"
   tpu: str = ""
   skip_nonfinite_batches: bool = False
@@ -255,6 +279,9 @@ class HParams:
         raise DataError(f"--{name}={getattr(self, name)}: must be positive")
     if self.precision not in PRECISIONS:
       raise DataError(f"--precision={self.precision}: expected one of {', '.join(PRECISIONS)}")
+    if (self.attention_implementation != attention.AUTO
+        and self.attention_implementation not in attention.IMPLEMENTATIONS):
+      attention.get(self.attention_implementation)  # the DataError naming the flag
     if self.clip_norm not in CLIP_NORMS:
       raise DataError(f"--clip_norm={self.clip_norm}: expected one of {', '.join(CLIP_NORMS)}")
     # Only beam search reads min_dec_steps; training with short summaries must not trip on it.
@@ -278,6 +305,15 @@ class HParams:
     if self.eval_max_checkpoints < 0:
       raise DataError(f"--eval_max_checkpoints={self.eval_max_checkpoints}: must be >= 0")
     return self
+
+  @property
+  def reads(self):
+    """(tokenizer, lowercase) that turn the text of --data_path into the model's tokens: as
+    settled (raw text in a run trained on pre-tokenised text: as that text was made), else the
+    flags'."""
+    if self.read_tokenizer is None:
+      return self.tokenizer, self.lowercase
+    return self.read_tokenizer, self.read_lowercase
 
   @property
   def checkpoint_utility(self):

@@ -26,7 +26,8 @@ from pointer_gen import vocab as vocab_lib
 
 class SlotDecoder:
   """Decodes a stream of articles with `num_slots` searches side by side, each a search of
-  `strategy` (a search.Strategy, with its search.Settings)."""
+  `strategy` (a search.Strategy, with its search.Settings and its attention, an
+  attention.SearchAttention)."""
 
   def __init__(self, model, strategy, num_slots, max_enc_steps):
     settings = strategy.settings
@@ -39,18 +40,17 @@ class SlotDecoder:
     dtype = model.compute_dtype
     hidden = model.hidden_dim
     units = 2 * hidden  # the attention's W_h features
-    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; with settings.shares_memory
-    # the states and features are [S, max_enc_steps, ...], row s (search.SHARED_MEMORY). An
-    # empty slot's mask is all ones so that its (discarded) attention stays finite.
-    shared = num_slots if settings.shares_memory else rows
+    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; when the attention
+    # shares_memory the states and features are [S, max_enc_steps, ...], row s
+    # (search.SHARED_MEMORY). An empty slot's mask is all ones so that its (discarded)
+    # attention stays finite.
+    shared = num_slots if self.strategy.shares_memory else rows
     self.memory = {
         "states": tf.Variable(tf.zeros([shared, max_enc_steps, 2 * hidden], dtype),
                               trainable=False),
-        # Transposed, [S, units, max_enc_steps], with compiled attention (compiled_layout).
-        "features": tf.Variable(tf.zeros([shared, units, max_enc_steps] if
-                                         settings.compiled_attention else
-                                         [shared, max_enc_steps, units], dtype),
-                                trainable=False),
+        # In the attention's memory_layout (search.memory_layout).
+        "features": tf.Variable(self.strategy.attention.steps.memory_layout(
+            tf.zeros([shared, max_enc_steps, units], dtype)), trainable=False),
         "mask": tf.Variable(tf.ones([rows, max_enc_steps], dtype), trainable=False),
         "ext_ids": tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32), trainable=False),
     }
@@ -87,7 +87,8 @@ class SlotDecoder:
     """Memory and step-0 decoder state of A articles (enc_input, enc_input_ext [A, L],
     L <= max_enc_steps; enc_len [A]), padded to max_enc_steps positions: ([A, max_enc_steps,
     ...] dict, [A, ...] tuple). One encoder pass for many articles, as a padded batch."""
-    memory, state = search_lib.encode(self.model, enc_input, enc_len, self.settings)
+    memory, state = search_lib.encode(self.model, enc_input, enc_len, self.settings,
+                                      self.strategy.attention)
     memory["ext_ids"] = enc_input_ext
     pad = self.width - tf.shape(enc_input)[1]
 
@@ -95,8 +96,8 @@ class SlotDecoder:
       padding = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(value) - 2, 2], tf.int32)], 0)
       return tf.pad(value, padding)
 
-    memory = search_lib.compiled_layout({name: padded(value) for name, value in memory.items()},
-                                        self.settings)
+    memory = search_lib.memory_layout({name: padded(value) for name, value in memory.items()},
+                                      self.strategy.attention.steps)
     # Of the padded ids, as the attention spans max_enc_steps positions (those past an
     # article's end, id 0, get no attention).
     memory.update(search_lib.copy_index(memory["ext_ids"]))
@@ -108,7 +109,7 @@ class SlotDecoder:
     _encode) in `slots` [A]; returns the new search state."""
     memory, state = tf.nest.map_structure(lambda t: tf.gather(t, picks), encoded)
     k = self.strategy.rows
-    memory, state = search_lib.tile_rows(memory, state, k, self.settings)
+    memory, state = search_lib.tile_rows(memory, state, k, self.strategy.shares_memory)
     rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1, 1])  # [A*K, 1]
     for name, variable in self.memory.items():
       variable.scatter_nd_update(slots[:, None] if self._shared(name) else rows,
@@ -187,7 +188,7 @@ class SlotDecoder:
       if exhausted and rows_in_use > 1 and 2 * len(slot_of) <= rows_in_use:
         # No article is left to take the ended slots: the searches still running go on alone,
         # with ended slots added up to a power of two, so that the compiled step sees at most
-        # log2(num_slots) shapes (--compiled_attention compiles once per shape).
+        # log2(num_slots) shapes (the xla attention compiles once per shape).
         order = sorted(slot_of, key=slot_of.get)
         running = [slot_of[index] for index in order]
         size = 1 << (len(running) - 1).bit_length()
@@ -212,7 +213,7 @@ class SlotDecoder:
 
   def _shared(self, name):
     """Whether memory `name` has a row per slot (else a row per hypothesis)."""
-    return self.settings.shares_memory and name in search_lib.SHARED_MEMORY
+    return self.strategy.shares_memory and name in search_lib.SHARED_MEMORY
 
   def _gather(self, search, memory, slots):
     """The search state and memory of `slots` alone, in that order."""

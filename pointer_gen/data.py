@@ -11,7 +11,7 @@ import random
 from absl import logging
 import tensorflow as tf
 
-from pointer_gen import raw_text
+from pointer_gen import data_formats
 from pointer_gen import records
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
@@ -146,7 +146,7 @@ class RecordSource:
         raise DataError(f"--data_path={data_path}: fewer files than the {num_shards} input "
                         "shards (one per worker)")
     # Framing is checked up front so a broken file fails now, not hours into training.
-    self.num_records = sum(records.count_records(path, data_format) for path in self.paths)
+    self.num_records = sum(data_formats.count_records(path, data_format) for path in self.paths)
     self.skip = skip
     self.data_format = data_format
     self.single_pass = single_pass
@@ -178,7 +178,7 @@ class RecordSource:
       if not self.single_pass:
         self._rng.shuffle(paths)
       yielded = 0
-      examples = records.read_records(paths, self.data_format, self.skips, *self.keys)
+      examples = data_formats.read_records(paths, self.data_format, self.skips, *self.keys)
       if self.single_pass and self.skip:
         examples = itertools.islice(examples, self.skip, None)
       for record in examples:
@@ -221,8 +221,8 @@ def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=
                    shard_index=0):
   """(source, batches) of --data_path as every mode reads it: the data flags of `hps` (format,
   JSONL fields, seed) pick and order the records, its tokenizer, case and lengths make the ids
-  from `vocab` (raw JSONL in a run trained on pre-tokenised text: as that text was made,
-  raw_text.reading). single_pass: every record once, in order, from the `skip`th on, in padded
+  from `vocab` (as settled: `HParams.reads`; raw JSONL in a run trained on pre-tokenised text:
+  as that text was made). single_pass: every record once, in order, from the `skip`th on, in padded
   batches; else shuffled forever and bucketed by article length, from this worker's shard of the
   files. The source counts the records and skips and keeps the error that ended the data
   (`raise_if_failed`)."""
@@ -234,7 +234,7 @@ def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=
                         num_shards=num_shards, shard_index=shard_index, skip=skip,
                         log_every=max(hps.log_every_n_steps, BUCKETING_CACHE_BATCHES) * batch,
                         log_ahead=BUCKETING_CACHE_BATCHES * batch, **json_fields(hps))
-  tokenizer, lowercase = raw_text.reading(hps)
+  tokenizer, lowercase = hps.reads
   batches = make_dataset(source, vocab.lookup_table(), len(vocab),
                          hps.replace(single_pass=single_pass, tokenizer=tokenizer,
                                      lowercase=lowercase), batch_size)
@@ -281,12 +281,11 @@ OOV_MIN_GAIN = 0.03
 def article_oov_rate(hps, vocab, tokenizer=None, lowercase=None, num_examples=OOV_CHECK_EXAMPLES):
   """The share of the (truncated) article tokens of the first `num_examples` examples of
   --data_path that are not in `vocab`, tokenised as `tokenizer`/`lowercase` (default: as the
-  run reads them); None without tokens."""
-  reads = raw_text.reading(hps)
-  tokenizer = reads[0] if tokenizer is None else tokenizer
-  lowercase = reads[1] if lowercase is None else lowercase
-  examples = records.read_records(records.expand_glob(hps.data_path), hps.data_format,
-                                  records.SkipCounter(), **json_fields(hps))
+  run reads them: `HParams.reads`); None without tokens."""
+  tokenizer = hps.reads[0] if tokenizer is None else tokenizer
+  lowercase = hps.reads[1] if lowercase is None else lowercase
+  examples = data_formats.read_records(records.expand_glob(hps.data_path), hps.data_format,
+                                       records.SkipCounter(), **json_fields(hps))
   articles = [r.article for r in itertools.islice(examples, num_examples)]
   if not articles:
     return None
@@ -303,7 +302,7 @@ def warn_if_many_oovs(hps, vocab):
   cause; returns the rate. The cause named: --vocab_size, when the whole vocab file would leave
   fewer than half as many (and OOV_MIN_GAIN fewer); the tokenisation, unless the vocab's
   `.tokenization.json` records this very one; else a vocab too small for the data."""
-  reads = raw_text.reading(hps)
+  reads = hps.reads
   rate = article_oov_rate(hps, vocab, *reads)
   if rate is None:
     return None

@@ -11,14 +11,15 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
 from pointer_gen import checkpoints
 from pointer_gen import continuous_batching
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
-from pointer_gen import raw_text
 from pointer_gen import records
 from pointer_gen import search as search_lib
 from pointer_gen import stopping
@@ -42,8 +43,9 @@ _FLAGS_ORDER = (
 # given).
 _RUN_FLAGS = (
     "data_path", "max_enc_steps", "pointer_gen", "coverage", "rouge_tokenizer", "precision",
-    "compiled_attention", "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer",
-    "lowercase", "raw_tokenizer", "raw_lowercase", "data_format", "article_key", "abstract_key")
+    "compiled_attention", "attention_implementation", "vocab_path", "vocab_size", "hidden_dim",
+    "emb_dim", "tokenizer", "lowercase", "raw_tokenizer", "raw_lowercase", "data_format",
+    "article_key", "abstract_key")
 
 
 def decode_dir_name(hps, ckpt_path):
@@ -57,16 +59,16 @@ def decode_dir_name(hps, ckpt_path):
   split = next((s for s in ("train", "val", "test") if s in base), None)
   if split is None:
     split = re.sub(r"[^A-Za-z0-9]+", "", base.split(".")[0]) or "data"
-  data_format = records.detect_format(records.expand_glob(hps.data_path)[0], hps.data_format)
-  if data_format != "bin":
-    split += f"_{data_format}"
+  data_format = data_formats.detect(records.expand_glob(hps.data_path)[0], hps.data_format)
+  if not data_format.original:
+    split += f"_{data_format.name}"
   return (f"decode_{split}_{hps.max_enc_steps}maxenc_{strategies.dir_name(hps)}_"
           f"ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
 def make_search(model, searcher):
-  """The whole search of a batch of articles by `searcher` (a search.Strategy) as one compiled
-  function."""
+  """The whole search of a batch of articles by `searcher` (a search.Strategy, with its
+  attention) as one compiled function."""
   ids = tf.TensorSpec([None, None], tf.int32)
 
   @tf.function(autograph=False, input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
@@ -104,7 +106,7 @@ def examples(batches):
 
 def reference_sentences(abstract, tokenizer, lowercase):
   """The reference summary's sentences (the lines of `abstract`) as the model's tokens joined by
-  spaces: tokenised and cased as the articles (raw_text.reading), so that raw text's references
+  spaces: tokenised and cased as the articles (`HParams.reads`), so that raw text's references
   are those its prepared data (.bin) holds, and ROUGE scores a summary of either alike. ptb
   gives each line its own period, as the prepared data's sentences have."""
   lines = [line for line in abstract.split("\n") if line.strip()]
@@ -204,12 +206,13 @@ class SinglePassDecoder:
       total = min(total, self.hps.max_decode_examples)
     # --batch_size searches side by side; each slot takes the next article as soon as its
     # search ends (continuous batching), and results come back in data order.
-    settings = search_lib.Settings.from_hparams(self.hps,
-                                                compiled_attention=self.hps.compiled_attention)
-    decoder = continuous_batching.SlotDecoder(self.model, strategies.make(self.hps, settings),
-                                              self.hps.batch_size, self.hps.max_enc_steps)
+    settings = search_lib.Settings.from_hparams(self.hps)
+    decoder = continuous_batching.SlotDecoder(
+        self.model,
+        strategies.make(self.hps, settings, attention_lib.SearchAttention.of(self.hps, "decode")),
+        self.hps.batch_size, self.hps.max_enc_steps)
     articles = itertools.islice(examples(dataset), max(total - done, 0))
-    reads = raw_text.reading(self.hps)
+    reads = self.hps.reads
     progress, first_done = Progress(total), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
       for example, result in decoder.decode(articles):
@@ -267,7 +270,7 @@ class SinglePassDecoder:
       references.append(_read_lines(os.path.join(self.ref_dir, f"{i:06d}_reference.txt")))
     rouge = metrics.rouge(decoded, references, tokenizer=self.hps.rouge_tokenizer)
     ngrams = ngram_figures(decoded, references, self._articles(count),
-                           *raw_text.reading(self.hps))
+                           *self.hps.reads)
     result = {
         "num_examples": count,
         "rouge": {k: v for k, v in rouge.items() if k != "per_example"},
@@ -378,7 +381,7 @@ class CheckpointFollowingDecoder:
   def __init__(self, hps, vocab, model, ckpt_path):
     self.hps, self.vocab, self.model = hps, vocab, model
     self.ckpt_path = ckpt_path
-    self.reads = raw_text.reading(hps)  # (tokenizer, lowercase) of the data's articles
+    self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
     self.dir = os.path.join(hps.run_dir, "decode")
     self.vis_dir = os.path.join(self.dir, "attn_vis")
 
@@ -394,7 +397,8 @@ class CheckpointFollowingDecoder:
     index = earlier[-1][0] + 1 if earlier else 0
     source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
     search = make_search(self.model, strategies.make(
-        self.hps, search_lib.Settings.from_hparams(self.hps, keep_attention=True)))
+        self.hps, search_lib.Settings.from_hparams(self.hps, keep_attention=True),
+        attention_lib.SearchAttention.of(self.hps, "view")))
     last_load = time.time()
     count = 0
     for batch in dataset:

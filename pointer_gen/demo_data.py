@@ -21,7 +21,8 @@ import time
 
 from absl import logging
 
-from pointer_gen.records import Record, write_chunked
+from pointer_gen.bin_format import BIN
+from pointer_gen.records import Record
 from pointer_gen.vocab import count_words, write_tokenization, write_vocab
 
 # Bump whenever the generated files change, so that ensure_demo_corpus regenerates old copies
@@ -376,9 +377,9 @@ def generate_demo_corpus(out_dir, seed=0, num_train=2000, num_val=200, num_test=
   sizes = {"train": num_train, "val": num_val, "test": num_test}
   examples = {split: _split_examples(seed, split, n) for split, n in sizes.items()}
   for split, split_examples in examples.items():
-    write_chunked((Record(article, abstract, "demo", i)
-                   for i, (article, abstract) in enumerate(split_examples)),
-                  chunk_dir, split, CHUNK_SIZE)
+    BIN.write_chunks((Record(article, abstract, "demo", i)
+                      for i, (article, abstract) in enumerate(split_examples)),
+                     chunk_dir, split, CHUNK_SIZE)
   # As for CNN/DM: the words of the train articles and abstracts.
   counts = count_words(article.split() + " ".join(abstract).split()
                        for article, abstract in examples["train"])

@@ -24,10 +24,10 @@ import time
 from absl import logging
 import numpy as np
 
+from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
 from pointer_gen import data
 from pointer_gen import decode
-from pointer_gen import raw_text
 from pointer_gen import search as search_lib
 from pointer_gen import stopping
 from pointer_gen import strategies
@@ -93,11 +93,12 @@ class Samples:
     self.batches = list(itertools.islice(dataset, hps.eval_samples))
     source.raise_if_failed()
     self.examples = [next(decode.examples([batch])) for batch in self.batches]
-    self.reads = raw_text.reading(hps)  # (tokenizer, lowercase) of the data's articles
+    self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
     self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
                      for e in self.examples]
     self.search = decode.make_search(model, strategies.make(
-        hps, search_lib.Settings.from_hparams(hps, keep_attention=True)))
+        hps, search_lib.Settings.from_hparams(hps, keep_attention=True),
+        attention_lib.SearchAttention.of(hps, "view")))
     logging.info("Eval samples: the first %d articles of %s, decoded at each checkpoint.",
                  len(self.batches), hps.data_path)
 

@@ -28,6 +28,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import files
@@ -79,10 +80,11 @@ class BestModelSelector:
 
 def make_score_fn(model, hps, vocab_size):
   """The compiled forward pass and losses of one batch: (per-example losses, batch scalars)."""
+  implementation = attention.chosen(hps, "train")
 
   @tf.function(autograph=False, input_signature=[data.batch_spec()])
   def score(batch):
-    outputs = model(batch, real_steps_only=True)
+    outputs = model(batch, real_steps_only=True, implementation=implementation)
     per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)  # each [B]
     scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt)
     return per_example, scalars
@@ -286,6 +288,7 @@ def run_single_pass(hps, vocab):
       "step": step,
       "data_path": hps.data_path,
       "precision": hps.precision,
+      "attention_implementation": attention.chosen(hps, "train").name,
       "num_examples": num_examples,
       "num_target_tokens": int(totals["tokens"]),
       "mean_nll_per_example": totals["nll"] / num_examples,

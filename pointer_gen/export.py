@@ -50,6 +50,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import attention as attention_lib
 from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import model as model_lib
@@ -160,13 +161,12 @@ class Summarizer(tf.Module):
     enc_input_ext = features["enc_input_ext"].to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
     oovs = features["article_oovs"].to_tensor("")  # [B, N]
     max_oovs = tf.shape(oovs)[1]
-    # Each article's encoder memory shared by its hypotheses; the attention scores from core
-    # ops, or from decode's XLA kernel with --export_compiled_attention.
-    settings = search_lib.Settings.from_hparams(
-        hps, keep_attention=keep_attention, compiled_attention=hps.export_compiled_attention,
-        shared_memory=True)
-    result = strategies.make(hps, settings).search(
-        self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext, max_oovs)
+    # By default each article's encoder memory shared by its hypotheses, the attention scores
+    # from core ops, or from decode's XLA kernel with --export_compiled_attention.
+    settings = search_lib.Settings.from_hparams(hps, keep_attention=keep_attention)
+    searcher = strategies.make(hps, settings, attention_lib.SearchAttention.of(hps, "export"))
+    result = searcher.search(self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext,
+                             max_oovs)
 
     ids = result["tokens"]  # [B, T] extended ids, [STOP] included if generated, [PAD] after
     generated = tf.range(hps.max_dec_steps)[None, :] < result["length"][:, None]  # [B, T]
@@ -208,8 +208,10 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
       "vocab_size": vocab_size,
       "max_enc_steps": hps.max_enc_steps,
       **strategies.written(hps, constants=True),
-      # The attention scores from an XLA kernel: the server must run XLA.
-      "compiled_attention": hps.export_compiled_attention,
+      # The attention's implementation; compiled_attention: an XLA kernel in it, so the server
+      # must run XLA.
+      "attention_implementation": attention_lib.chosen(hps, "export").name,
+      "compiled_attention": attention_lib.chosen(hps, "export").uses_xla,
       # How the export tokenises its input; tokenizer and lowercase read the run's data files.
       "raw_tokenizer": raw_tokenizer,
       "raw_lowercase": raw_lowercase,

@@ -53,6 +53,34 @@ def atomic_file(path, mode="w"):
     raise
 
 
+@contextlib.contextmanager
+def atomic_path(path):
+  """A temporary sibling of `path` for a writer that opens a path itself (tf.io.TFRecordWriter),
+  moved over `path` when the block ends without an error, as `atomic_file` does; the writer
+  must be closed inside the block."""
+  path = os.fspath(path)
+  tmp_path = f"{path}{TEMPORARY_MARK}{os.getpid()}"
+  local = _is_local(path)
+  try:
+    yield tmp_path
+    if local:
+      fd = os.open(tmp_path, os.O_RDONLY)
+      try:
+        os.fsync(fd)
+      finally:
+        os.close(fd)
+      os.replace(tmp_path, path)
+    else:
+      tf.io.gfile.rename(tmp_path, path, overwrite=True)
+  except BaseException:
+    with contextlib.suppress(FileNotFoundError, tf.errors.NotFoundError):
+      if local:
+        os.remove(tmp_path)
+      else:
+        tf.io.gfile.remove(tmp_path)
+    raise
+
+
 def write_text_atomic(path, text):
   """Writes `text` (UTF-8) to `path` through `atomic_file`."""
   with atomic_file(path, "w") as f:

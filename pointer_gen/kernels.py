@@ -2,8 +2,10 @@
 plain formulas, computed with fewer passes over the large per-step tensors.
 
 Each function here stands for a plain formula, named in its docstring together with the test
-that holds it to that formula. `layers` reads like the model's equations and calls these; the
-plain versions are what `tools/benchmark.py --ablation` swaps in to measure each one.
+that holds it to that formula. The attention's (scores and context) are implementations of
+`attention`'s interface, held to its reference, attention.Eager, by
+tests/test_attention_implementations.py; `tools/benchmark.py --ablation` trains with each
+registered implementation and swaps the plain versions of the others in to measure each one.
 """
 
 import tensorflow as tf
@@ -87,13 +89,13 @@ def attention_scores(memory_features, query_features, v, coverage=None, w_c=None
   time goes, and each pass over such a tensor costs about the same whatever it computes: the
   dot with v is one matrix-vector product, and the backward pass reuses tanh's output and
   makes a single [B, L, U] tensor (the features' gradient) where the automatic gradient makes
-  several broadcasts and products. Tests compare both against the plain formula's gradient.
+  several broadcasts and products.
 
   compiled: tanh's input and output, and the gradient of its input, each from one XLA kernel
   (one pass over [B, L, U] where TensorFlow's ops make three and two), compiled once per
   [B, L] met. Else TensorFlow's ops alone, which any TensorFlow runtime can run (exports).
-  Plain formula: reduce_sum(v * tanh(W_h h + W_s s + b + w_c cov), axis=2) with TensorFlow's
-  automatic gradient; test_kernels.test_attention_scores_gradient_equals_the_plain_formulas.
+  Plain formula: attention.Eager.scores (the hand_gradient and hand_gradient_xla
+  implementations); test_attention_implementations.
   """
   scores, scores_with_coverage = _SCORES[compiled]
   if coverage is None:
@@ -124,9 +126,9 @@ def compiled_attention_scores(memory_features_t, query_features, v, coverage=Non
   tensor of a sum over all U at once before reducing it (its sums of more than 32 terms are
   split in two), 4 bytes per element, where a sum of 8 is one fused kernel that writes only
   [N*beams, L]; from one article it makes no difference.
-  Plain formula: attention_scores (TensorFlow's ops) with the features repeated per hypothesis;
-  test_kernels.test_compiled_attention_scores_equal_the_ops and
-  test_compiled_attention_scores_share_features_between_beams.
+  Plain formula: attention.Eager.scores with the features repeated per hypothesis (the xla
+  implementation); test_attention_implementations and
+  test_kernels.test_compiled_attention_scores_equal_the_reference.
   """
   shape = tf.shape(memory_features_t)
   articles, length = shape[0], shape[2]
@@ -154,8 +156,9 @@ def compiled_attention_scores(memory_features_t, query_features, v, coverage=Non
   _, scores = tf.while_loop(
       lambda first, _: first < units, add_units,
       (tf.constant(0), tf.zeros([articles, beams, length], memory_features_t.dtype)),
-      # Not [None, beams, None]: with beams 1 (greedy decoding, --beam_size=1) the sum's second
-      # dimension, 1 broadcast against an unknown one, is unknown after a pass.
+      # Not [None, beams, None]: with beams=1 (greedy decoding, --beam_size=1) and the sizes
+      # unknown (a traced search's step-0 attention), a step's broadcast sum has an unknown
+      # second dimension.
       shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None, None])))
   return tf.reshape(scores, [-1, length])  # [N*K, L]
 
@@ -176,8 +179,9 @@ def shared_attention_scores(memory_features, query_features, v, coverage=None, w
   batch's activations at once ([N*beams, L, U], 105 MB at 32 x 4 x 400 x 512) go out to memory
   and back between the ops that make and reduce them, where a group's stay in the cache. The
   coverage term and the query are _activations' batched matmul, its operands made once.
-  Plain formula: attention_scores with the features repeated per row;
-  test_kernels.test_shared_attention_scores_equal_the_ops.
+  Plain formula: attention.Eager.scores with the features repeated per row (the shared
+  implementation); test_attention_implementations and
+  test_kernels.test_shared_attention_scores_equal_the_reference.
   """
   shape = tf.shape(memory_features)
   articles, length, units = shape[0], shape[1], shape[2]
@@ -312,7 +316,7 @@ def attention_context(attn, encoder_states):
   Einsum's gradient for the states builds the outer product a g^T as a batched matmul with an
   inner dimension of 1, the slowest part of the decoder's backward pass; a broadcast product
   gives the same numbers.
-  Plain formula: einsum("bl,bld->bd"); test_kernels.test_attention_context_gradient_equals_einsums.
+  Plain formula: attention.Eager.context, einsum("bl,bld->bd"); test_attention_implementations.
   """
 
   def gradient(d_context):  # [B, D]
@@ -336,7 +340,8 @@ def attention_context_late_states_gradient(attn, encoder_states):
   """attention_context whose gradient for the states is left out: training's decoder loop
   adds every step's at once after the loop (context_states_gradient), where at each step it
   would cost an outer product and a running sum over [B, L, D]. Plain formula: attention_context
-  (einsum); test_model.test_training_gradients_equal_the_plain_formulation."""
+  (einsum); test_attention_implementations.test_training_shape and
+  test_model.test_training_gradients_equal_the_plain_formulation."""
 
   def gradient(d_context):  # [B, D]
     return tf.linalg.matvec(encoder_states, d_context), None  # [B, L]

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import kernels
 from pointer_gen import model_config
 from pointer_gen.precision import OUTPUT_DTYPE
@@ -155,7 +156,10 @@ class ReduceState(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable("pointer_gen")
 class BahdanauCoverageAttention(keras.layers.Layer):
-  """e_i = v . tanh(W_h h_i + W_s [c; h] + b + w_c cov_i); masked softmax; context = sum a_i h_i."""
+  """e_i = v . tanh(W_h h_i + W_s [c; h] + b + w_c cov_i); masked softmax; context = sum a_i h_i.
+
+  The weights are here; the scores and the context come from an attention.Implementation
+  (the paper's equations, `eager`, or a fast one held to them)."""
 
   def __init__(self, units, use_coverage=False, **kwargs):
     super().__init__(**kwargs)
@@ -180,47 +184,35 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     return self.memory_layer(encoder_states)
 
   def call(self, query, memory_features, encoder_states, encoder_mask, coverage=None,
-           context_tap=None, compiled_scores=False, beams=1, compiled_activations=False):
+           context_tap=None, implementation=None, rows=1):
     """query [B, 2H] = [c; h]; features/states [B, L, 2H]; mask, coverage [B, L].
 
     Returns context [B, 2H] in the compute dtype and the attention distribution [B, L] in
     float32 (precision.OUTPUT_DTYPE): the scores and the context are bfloat16 under
     mixed_bfloat16 (the layer casts its inputs and weights), the softmax is not.
+    implementation: the attention.Implementation computing the scores and the context
+    (default: hand_gradient, TensorFlow's ops with hand-written gradients); the features come
+    in its memory_layout. rows > 1 (decoding, an implementation that shares_memory): features
+    and states [N, ...] are shared by `rows` consecutive rows of the query, mask and coverage
+    [N*rows, ...] (beam search's hypotheses of one article).
     context_tap [B, 2H], zeros, is added to the context so that its gradient is the context's;
-    with it the states get no gradient here (training's loop adds them all after the loop:
-    PointerGenerator.call). beams > 1 (decoding only: no gradient) means that features and
-    states are shared by `beams` consecutive rows of the query, mask and coverage [N*beams, ...]
-    (beam search), the scores then from kernels.shared_attention_scores (TensorFlow's ops) or,
-    with compiled_scores, from kernels.compiled_attention_scores (an XLA kernel, also for
-    beams=1), which reads the features transposed, [N, 2H, L] (kernels.transpose_features).
-    compiled_activations: kernels.attention_scores' XLA kernels (`compiled`), with their gradient
-    (training and eval).
+    with it the states get no gradient here (an implementation with late_states_gradient:
+    training's loop adds them all after the loop, PointerGenerator.call).
     """
+    implementation = implementation or attention.get("hand_gradient")
     query_features = self.query_layer(query)  # [B, units]
     v = tf.convert_to_tensor(self.v)  # [units]
     coverage_args = ((coverage, tf.convert_to_tensor(self.w_c))
                      if self.use_coverage and coverage is not None else ())
-    if compiled_scores:
-      scores = kernels.compiled_attention_scores(memory_features, query_features, v,
-                                                 *coverage_args, beams=beams)  # [B, L]
-    elif beams > 1:
-      scores = kernels.shared_attention_scores(memory_features, query_features, v,
-                                               *coverage_args, beams=beams)  # [B, L]
-    else:
-      scores = kernels.attention_scores(memory_features, query_features, v, *coverage_args,
-                                        compiled=compiled_activations)  # [B, L]
+    scores = implementation.scores(memory_features, query_features, v, *coverage_args,
+                                   rows=rows)  # [B, L]
     # As the original: softmax over every position, zero the padding, renormalise.
     attn = (tf.nn.softmax(tf.cast(scores, OUTPUT_DTYPE))
             * tf.cast(encoder_mask, OUTPUT_DTYPE))  # [B, L]
     attn /= tf.reduce_sum(attn, axis=1, keepdims=True)  # [B, L]
     attn_weights = tf.cast(attn, encoder_states.dtype)  # [B, L]
-    if beams > 1:
-      context = kernels.weighted_states(attn_weights, encoder_states, beams)  # [B, 2H]
-    elif context_tap is None:
-      context = kernels.attention_context(attn_weights, encoder_states)  # [B, 2H]
-    else:
-      context = (kernels.attention_context_late_states_gradient(attn_weights, encoder_states)
-                 + context_tap)  # [B, 2H]
+    context = implementation.context(attn_weights, encoder_states, rows,
+                                     context_tap)  # [B, 2H]
     return context, attn
 
   def get_config(self):
@@ -274,14 +266,14 @@ class PointerGeneratorCell(model_config.Configured, keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, embedded_input, state, memory_features, encoder_states, encoder_mask,
-           context_tap=None, compiled_scores=False, beams=1, compiled_activations=False):
+           context_tap=None, implementation=None, rows=1):
     """One step of teacher forcing or beam search.
 
     embedded_input [B, E]: embedding of the previous word.
     state: (c, h) [B, H] each, previous context [B, 2H] (all three in the compute dtype),
     coverage [B, L] float32 (zeros if unused).
-    context_tap (training), compiled_scores and beams (decoding), compiled_activations
-    (training and eval): see BahdanauCoverageAttention.call.
+    context_tap (training), implementation and rows (decoding: rows per article of shared
+    memory): see BahdanauCoverageAttention.call.
     Returns (h [B, H], context [B, 2H], attn [B, L] float32, p_gen [B] float32 or None) and
     the new state.
     """
@@ -290,20 +282,22 @@ class PointerGeneratorCell(model_config.Configured, keras.layers.Layer):
     h, (h, c) = self.lstm_cell(x, [h, c])  # [B, H]
     context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
                                    encoder_mask, coverage, context_tap,
-                                   compiled_scores=compiled_scores, beams=beams,
-                                   compiled_activations=compiled_activations)  # [B, 2H], [B, L]
+                                   implementation=implementation, rows=rows)  # [B, 2H], [B, L]
     p_gen = None
     if self.p_gen_layer is not None:
       p_gen_logit = self.p_gen_layer(tf.concat([context, c, h, x], axis=1))  # [B, 1]
       p_gen = tf.sigmoid(tf.cast(p_gen_logit, OUTPUT_DTYPE))[:, 0]  # [B]
     return (h, context, attn, p_gen), (c, h, context, coverage + attn)
 
-  def initial_attention(self, state, memory_features, encoder_states, encoder_mask):
+  def initial_attention(self, state, memory_features, encoder_states, encoder_mask,
+                        implementation=None):
     """The original decode's attention from the initial state before step 0: returns the state
-    with that context and, with coverage, that attention already added to the coverage."""
+    with that context and, with coverage, that attention already added to the coverage.
+    memory_features in `implementation`'s memory_layout (one row per article)."""
     c, h, _, coverage = state
     context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
-                                   encoder_mask, coverage)  # [B, 2H], [B, L]
+                                   encoder_mask, coverage,
+                                   implementation=implementation)  # [B, 2H], [B, L]
     if self.coverage:
       coverage = coverage + attn
     return c, h, context, coverage

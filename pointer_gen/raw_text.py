@@ -7,14 +7,17 @@ JSONL, must turn raw text into tokens as that data was prepared. That is a fact 
 and of the model trained on it, known from:
 - the run's run_config.json, where training, a converted checkpoint and a statement record it;
 - the vocab's `<vocab>.tokenization.json`, where tools/make_datafiles.py writes it;
-- the data: text read with a tokenizer other than whitespace, or the JSONL a new run trains on,
-  is raw text, which became the model's tokens by that --tokenizer and --lowercase;
+- the data: text read with a tokenizer other than whitespace, or the raw text (a format that
+  is not pre-tokenised: JSONL) a new run trains on, is raw text, which became the model's tokens
+  by that --tokenizer and --lowercase;
 - the user's statement, --raw_tokenizer and --raw_lowercase, for data and checkpoints that carry
   no record (the original's finished_files and pretrained models: ptb, lower-cased).
 Two of them that disagree are an error naming both.
+
+What is raw text is the data format's to say (records.DataFormat.pretokenized): the functions
+that look at the data take the formats of --data_path's files (data_formats.of_glob).
 """
 
-from pointer_gen import records
 from pointer_gen import run_record
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -27,10 +30,10 @@ PAPER = "--raw_tokenizer=ptb --raw_lowercase"
 _GIVEN = "given as "
 
 
-def settle(hps, given, recorded=None):
+def settle(hps, given, recorded=None, formats=()):
   """`hps` with raw_tokenizer and raw_lowercase from every source that knows them (both None
   when none does). `given`: the flags the user set; `recorded`: the run's record, if this mode
-  reads it.
+  reads it; `formats`: those of the --data_path files.
 
   Raises DataError when two sources disagree, or for --raw_lowercase without --raw_tokenizer. A
   statement of --raw_tokenizer alone says nothing of the case: it takes a known source's.
@@ -50,10 +53,10 @@ def settle(hps, given, recorded=None):
   flags = f"--tokenizer={hps.tokenizer} --lowercase={flag_text(hps.lowercase)}"
   if hps.tokenizer != "whitespace":
     known.append(((hps.tokenizer, hps.lowercase), f"{flags}, which read raw text"))
-  elif not known and not stated and hps.mode == "train" and set(_formats(hps)) == {"jsonl"}:
+  elif not known and not stated and hps.mode == "train" and _all_raw(formats):
     # Raw text that nothing else describes becomes the model's tokens as training reads it.
-    known.append(((hps.tokenizer, hps.lowercase),
-                  f"{flags}, with which this run reads its JSONL training data"))
+    known.append(((hps.tokenizer, hps.lowercase), f"{flags}, with which this run reads its "
+                  f"{_names(formats)} training data"))
   if stated:
     lowercase = (known[0][0][1] if known and "--raw_lowercase" not in stated
                  else bool(hps.raw_lowercase))
@@ -96,42 +99,45 @@ def required(hps, needed_by):
       "--raw_tokenizer=whitespace if raw text is to be split on whitespace only")
 
 
-def reading(hps):
-  """(tokenizer, lowercase) that turn the text of --data_path into the model's tokens: `.bin`
-  files hold pre-tokenised text, read with --tokenizer and --lowercase; JSONL files raw text,
-  tokenised as the data was prepared (the same unless the run was trained on pre-tokenised
-  text; when that is unknown, as the data files, which `check_data` refuses for the modes).
-  Raises DataError for a glob mixing the two when they differ."""
+def reading(hps, formats):
+  """(tokenizer, lowercase) that turn the text of --data_path, files of `formats`, into the
+  model's tokens (settle.py puts it in the HParams: `HParams.reads`): pre-tokenised formats
+  (`.bin`, TFRecord) are read with --tokenizer and --lowercase; raw text (JSONL) is tokenised as
+  the data was prepared (the same unless the run was trained on pre-tokenised text; when that is
+  unknown, as the data files, which `check_data` refuses for the modes). Raises DataError for a
+  glob mixing the two when they differ."""
   files = (hps.tokenizer, hps.lowercase)
   raw = applied(hps)
   if raw == files:
     return files
-  formats = set(_formats(hps))
-  if formats == {"jsonl"}:
+  if _all_raw(formats):
     return raw
-  if "jsonl" in formats:
-    raise DataError(f"--data_path={hps.data_path} mixes .bin files (pre-tokenised, read with "
-                    f"--tokenizer={hps.tokenizer}) and JSONL files (raw text, tokenised as "
-                    "the data was prepared): give one format at a time")
+  if any(not f.pretokenized for f in formats):
+    pretokenized = _names(f for f in formats if f.pretokenized)
+    raw_names = _names(f for f in formats if not f.pretokenized)
+    raise DataError(f"--data_path={hps.data_path} mixes {pretokenized} files (pre-tokenised, "
+                    f"read with --tokenizer={hps.tokenizer}) and {raw_names} files (raw text, "
+                    "tokenised as the data was prepared): give one format at a time")
   return files
 
 
-def check_data(hps):
-  """Raises DataError when --data_path holds raw text (JSONL) and how raw text became the
-  run's tokens is unknown, when it mixes formats that are read differently, and when .bin
-  files whose vocab says their text is tokenised would be tokenised again (ptb is not
-  idempotent: `-lrb-` would become `- lrb -`)."""
-  formats = _formats(hps)
-  if of(hps) is None and "jsonl" in formats:
-    required(hps, f"--data_path={hps.data_path} (JSONL: raw text)")
-  reading(hps)
+def check_data(hps, formats):
+  """Raises DataError when --data_path, files of `formats`, holds raw text (JSONL) and how raw
+  text became the run's tokens is unknown, when it mixes formats that are read differently, and
+  when pre-tokenised files (.bin) whose vocab says their text is tokenised would be tokenised
+  again (ptb is not idempotent: `-lrb-` would become `- lrb -`)."""
+  raw = [f for f in formats if not f.pretokenized]
+  if of(hps) is None and raw:
+    required(hps, f"--data_path={hps.data_path} ({_names(raw)}: raw text)")
+  reading(hps, formats)
   sidecar = vocab_lib.read_tokenization(hps.vocab_path) if hps.vocab_path else None
   files = (hps.tokenizer, hps.lowercase)
-  if ("bin" in formats and sidecar and files != (sidecar["tokenizer"], sidecar["lowercase"])
+  pretokenized = [f for f in formats if f.pretokenized]
+  if (pretokenized and sidecar and files != (sidecar["tokenizer"], sidecar["lowercase"])
       and files == (sidecar.get("raw_tokenizer"), sidecar.get("raw_lowercase"))):
     raise DataError(
         f"--tokenizer={hps.tokenizer} --lowercase={flag_text(hps.lowercase)} would tokenise the "
-        f".bin files of --data_path={hps.data_path} again: "
+        f"{_names(pretokenized)} files of --data_path={hps.data_path} again: "
         f"{vocab_lib.tokenization_path(hps.vocab_path)} says their text is already tokenised "
         f"that way from raw text, and is read with --tokenizer={sidecar['tokenizer']} "
         f"--lowercase={flag_text(sidecar['lowercase'])}. Leave --tokenizer and --lowercase "
@@ -139,10 +145,14 @@ def check_data(hps):
         "(export, decode of JSONL)")
 
 
-def _formats(hps):
-  if not hps.data_path:
-    return []
-  return [records.detect_format(p, hps.data_format) for p in records.expand_glob(hps.data_path)]
+def _all_raw(formats):
+  """Whether `formats` (a list) are all raw text, and there are some."""
+  return bool(formats) and not any(f.pretokenized for f in formats)
+
+
+def _names(formats):
+  """The formats' labels (.bin, JSONL), each once, in order."""
+  return " and ".join(dict.fromkeys(f.label for f in formats))
 
 
 def _conflict(first, second):

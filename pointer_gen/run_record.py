@@ -156,15 +156,14 @@ def recorded_num_train_steps(run_dir):
   return int(values.get("num_train_steps") or 0)
 
 
-def reconcile(hps, given, changeable=()):
-  """`hps` with the flags not in `given` (names the user set) taken from the run's record, but
-  for coverage (settle.py decides it).
+def reconcile(hps, given, recorded, changeable=()):
+  """`hps` with the flags not in `given` (names the user set) taken from the run's record
+  `recorded` (`read`), but for coverage (settle.py decides it).
 
   Raises DataError for a given flag of FIXED (unless in `changeable`) that differs from the
   record, and for a vocab whose bytes differ from the recorded checksum. Without a record
-  (a run older than this file, or not trained yet), returns `hps` unchanged.
+  (None: a run older than this file, or not trained yet), returns `hps` unchanged.
   """
-  recorded = read(hps.run_dir)
   if recorded is None:
     return hps
   path = path_in(hps.run_dir)

@@ -34,9 +34,10 @@ signatures take it as it is): each article's step counter [N], the decoder state
 Continuous batching moves searches between slots by these two kinds alone (map_state): a field
 of `hypotheses` must have the article as its first dimension.
 
-The memory is a dict: "states" and "features" (the encoder's states and W_h features,
-[N*K, L, 2H]; with settings.shares_memory [N, L, 2H], once per article, and with
-settings.compiled_attention the features [N, 2H, L], see compiled_layout), "mask" [N*K, L],
+The attention's implementation decides how the memory is kept (the strategy's `attention`, an
+attention.SearchAttention): the memory is a dict: "states" and "features" (the encoder's states
+and W_h features, [N*K, L, 2H]; when the implementation shares_memory [N, L, 2H], once per
+article, and the features in its memory_layout, see memory_layout), "mask" [N*K, L],
 "ext_ids" (the extended ids) and their copy_index ("copy_segment", "article_ids") [N*K, L];
 each article's K rows side by side.
 """
@@ -47,15 +48,15 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from pointer_gen import kernels
+from pointer_gen import attention as attention_lib
 from pointer_gen import vocab as vocab_lib
 
 # Step 0's decoder input: the original's decode (an attention over the encoder's final state),
 # or training's zero context (initial_decoder_state).
 FIRST_STEP_CONTEXTS = ("original", "zeros")
 
-# The memory an article's rows share when Settings.shares_memory; the mask and the extended ids
-# are per row always.
+# The memory an article's rows share when the attention's implementation shares_memory; the mask
+# and the extended ids are per row always.
 SHARED_MEMORY = ("states", "features")
 
 
@@ -71,14 +72,6 @@ class Settings:
   min_dec_steps: int
   keep_attention: bool = False
   first_step_context: str = "original"
-  # The attention scores from one XLA kernel (kernels.compiled_attention_scores), with the
-  # encoder states and features stored once per article, not once per row: continuous
-  # batching's shapes are fixed, so it compiles once; exports stay plain TensorFlow.
-  compiled_attention: bool = False
-  # The states and features stored once per article as with compiled_attention, the scores from
-  # TensorFlow's ops a few articles at a time (kernels.shared_attention_scores): exports, which
-  # any TensorFlow runtime runs.
-  shared_memory: bool = False
 
   def __post_init__(self):
     if self.first_step_context not in FIRST_STEP_CONTEXTS:
@@ -86,18 +79,10 @@ class Settings:
                        f"{', '.join(FIRST_STEP_CONTEXTS)}")
 
   @classmethod
-  def from_hparams(cls, hps, keep_attention=False, compiled_attention=False,
-                   shared_memory=False):
-    """The decode flags of `hps`; keep_attention, compiled_attention and shared_memory are the
-    caller's: only the attention views keep attention, only single-pass decode and a compiled
-    export compile it, only exports share memory without compiling."""
-    return cls(hps.max_dec_steps, hps.min_dec_steps, keep_attention, hps.first_step_context,
-               compiled_attention, shared_memory)
-
-  @property
-  def shares_memory(self):
-    """Whether an article's rows share its SHARED_MEMORY, stored once."""
-    return self.compiled_attention or self.shared_memory
+  def from_hparams(cls, hps, keep_attention=False):
+    """The decode flags of `hps`; keep_attention is the caller's: only the attention views keep
+    attention."""
+    return cls(hps.max_dec_steps, hps.min_dec_steps, keep_attention, hps.first_step_context)
 
 
 class State(NamedTuple):
@@ -168,19 +153,27 @@ class StrategySettings:
 class Strategy(abc.ABC):
   """A decoding strategy over the contract above; subclasses set `rows` (and `Options`, a
   StrategySettings class, if the strategy has settings of its own) and implement the abstract
-  steps."""
+  steps. `attention` (attention.SearchAttention, default DEFAULT_SEARCH: TensorFlow's ops, the
+  memory per row) computes the attention and decides how the memory is kept."""
 
   rows: int
   Options = StrategySettings
 
-  def __init__(self, settings, options=None):
+  def __init__(self, settings, options=None, attention=None):
     self.settings = settings
     self.options = self.Options() if options is None else options
+    self.attention = attention or attention_lib.DEFAULT_SEARCH
 
   @classmethod
-  def from_hparams(cls, hps, settings):
-    """The strategy with search Settings `settings` and its own settings from `hps`."""
-    return cls(settings, cls.Options.from_hparams(hps))
+  def from_hparams(cls, hps, settings, attention=None):
+    """The strategy with search Settings `settings`, its own settings from `hps` and
+    `attention` (an attention.SearchAttention)."""
+    return cls(settings, cls.Options.from_hparams(hps), attention)
+
+  @property
+  def shares_memory(self):
+    """Whether an article's rows share its SHARED_MEMORY, stored once."""
+    return self.attention.steps.shares_memory
 
   @abc.abstractmethod
   def initial(self, decoder_state, articles, length, step=0):
@@ -201,11 +194,11 @@ class Strategy(abc.ABC):
   def start(self, model, enc_input, enc_len, enc_input_ext):
     """Encodes N articles (enc_input, enc_input_ext [N, L] int32, enc_len [N]) and sets up their
     searches at step 0: (memory, State)."""
-    memory, decoder_state = encode(model, enc_input, enc_len, self.settings)
-    memory = compiled_layout(memory, self.settings)
+    memory, decoder_state = encode(model, enc_input, enc_len, self.settings, self.attention)
+    memory = memory_layout(memory, self.attention.steps)
     memory["ext_ids"] = enc_input_ext
     memory.update(copy_index(enc_input_ext))
-    memory, decoder_state = tile_rows(memory, decoder_state, self.rows, self.settings)
+    memory, decoder_state = tile_rows(memory, decoder_state, self.rows, self.shares_memory)
     return memory, self.initial(decoder_state, tf.shape(enc_input)[0], tf.shape(enc_input)[1])
 
   def search(self, model, enc_input, enc_len, enc_input_ext, max_oovs):
@@ -224,50 +217,53 @@ class Strategy(abc.ABC):
     decoder state."""
     # Temporary article-OOV ids are fed back as [UNK]: the embedding only knows the vocab.
     previous = tf.where(previous >= model.vocab_size, vocab_lib.UNK_ID, previous)  # [N*K]
-    settings = self.settings
     (output, context, attn, p_gen), new_state = model.cell(
         model.embedding(previous), decoder_state, memory["features"], memory["states"],
-        memory["mask"], compiled_scores=settings.compiled_attention,
-        beams=self.rows if settings.shares_memory else 1)
+        memory["mask"], implementation=self.attention.steps,
+        rows=self.rows if self.shares_memory else 1)
     return model.cell.vocab_logits(output, context), attn, p_gen, new_state
 
 
-def initial_decoder_state(model, state, features, states, mask, first_step_context):
+def initial_decoder_state(model, state, features, states, mask, first_step_context,
+                          implementation=None):
   """The decoder state step 0 starts from.
 
   "original": as the original's decode (initial_state_attention=True), the context and, with
   coverage, one extra attention added to the coverage, both computed from the encoder's final
-  state; training's step 0 never sees these. "zeros": training's step 0 exactly, a zero context
-  and a zero coverage (the state `model.encode` returns).
+  state (by `implementation`, an attention.Implementation; default hand_gradient); training's
+  step 0 never sees these. "zeros": training's step 0 exactly, a zero context and a zero
+  coverage (the state `model.encode` returns).
   """
   if first_step_context == "original":
-    return model.cell.initial_attention(state, features, states, mask)
+    implementation = implementation or attention_lib.DEFAULT_SEARCH.first_step
+    return model.cell.initial_attention(state, implementation.memory_layout(features), states,
+                                        mask, implementation)
   return state
 
 
-def encode(model, enc_input, enc_len, settings):
+def encode(model, enc_input, enc_len, settings, attention=None):
   """N articles' memory, without the extended ids (encoder states and W_h features
-  [N, L, 2H], mask [N, L]), and the decoder state ([N, ...] tuple) step 0 starts from."""
+  [N, L, 2H], mask [N, L]), and the decoder state ([N, ...] tuple) step 0 starts from (its
+  attention by `attention`'s first_step, an attention.SearchAttention)."""
+  attention = attention or attention_lib.DEFAULT_SEARCH
   states, features, mask, state = model.encode(enc_input, enc_len)
   state = initial_decoder_state(model, state, features, states, mask,
-                                settings.first_step_context)
+                                settings.first_step_context, attention.first_step)
   return {"states": states, "features": features, "mask": mask}, state
 
 
-def compiled_layout(memory, settings):
-  """The memory as the search reads it: with settings.compiled_attention the features
-  transposed to [N, 2H, L] for kernels.compiled_attention_scores."""
-  if not settings.compiled_attention:
-    return memory
-  return {**memory, "features": kernels.transpose_features(memory["features"])}
+def memory_layout(memory, implementation):
+  """The memory as the search reads it: the features in `implementation`'s memory_layout
+  (transposed to [N, 2H, L] for the xla implementation)."""
+  return {**memory, "features": implementation.memory_layout(memory["features"])}
 
 
-def tile_rows(memory, state, rows, settings):
+def tile_rows(memory, state, rows, shares_memory):
   """Memory and decoder state of N articles repeated for their `rows` rows: [N, ...] ->
-  [N*rows, ...], every article's rows side by side; with settings.shares_memory the
-  SHARED_MEMORY stays [N, ...]."""
+  [N*rows, ...], every article's rows side by side; with shares_memory the SHARED_MEMORY
+  stays [N, ...]."""
   tile = lambda t: tf.repeat(t, rows, axis=0)
-  return ({name: t if settings.shares_memory and name in SHARED_MEMORY else tile(t)
+  return ({name: t if shares_memory and name in SHARED_MEMORY else tile(t)
            for name, t in memory.items()}, tuple(tile(s) for s in state))
 
 

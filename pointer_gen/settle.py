@@ -1,10 +1,11 @@
 """Settling the flags into the HParams a mode runs with, before anything is written (then
 `record_raw_text` adds a statement of how raw text became the tokens to the run's record).
 
-One trip down: the flags (config), the run's record (run_record), the checkpoint the mode
-loads (checkpoints), the data (records, demo_data), the vocab's tokenisation (vocab) and how raw
-text became the tokens (raw_text). Whether the model has coverage is decided here alone
-(`_coverage`).
+One trip down: the flags (config), the run's record (run_record, read once), the checkpoint the
+mode loads (checkpoints), the data (records, its files' formats from data_formats, once;
+demo_data), the vocab's tokenisation (vocab) and how raw text became the tokens (raw_text), with
+the tokenisation that reads the data (`HParams.reads`). Whether the model has coverage is
+decided here alone (`_coverage`).
 """
 
 import os
@@ -12,8 +13,10 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import checkpoints
 from pointer_gen import config
+from pointer_gen import data_formats
 from pointer_gen import demo_data
 from pointer_gen import raw_text
 from pointer_gen import records
@@ -25,10 +28,12 @@ from pointer_gen.errors import DataError
 
 def hparams(flag_values):
   """The run's HParams: the flags, with those left out taken from the run's run_config.json
-  (a conflicting one is an error), the data resolved and checked, before anything is written."""
+  (a conflicting one is an error), the data resolved and checked and the tokenisation that reads
+  it settled, before anything is written."""
   hps = config.HParams.from_flags(flag_values)
   given = config.given_flags(flag_values)
   strategies.check_flags(hps, given)
+  attention.check(hps, given)
   utility = hps.checkpoint_utility
   if utility and hps.mode != "train":
     raise DataError("--convert_to_coverage_model and --restore_best_model work with "
@@ -37,20 +42,28 @@ def hparams(flag_values):
     records.expand_glob(hps.data_path)  # a glob that matches nothing fails before any mkdir
   if hps.mode == "eval" and not hps.single_pass:
     checkpoints.wait_for_train_dir(hps)  # started with its trainer, it needs the trainer's record
+  record = run_record.read(hps.run_dir)
   # A train dir without a checkpoint holds no model yet: training it (re)writes the record.
   recorded = None
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
-    hps, recorded = from_run(hps, given)
-  hps = _resolve_data(hps, given)
-  if hps.mode != "export" and not utility:
-    _check_json_fields(hps)
+    hps, recorded = from_run(hps, given, record)
+  hps = _resolve_data(hps, given, record)
+  reads_data = hps.mode != "export" and not utility
+  paths = records.expand_glob(hps.data_path) if hps.data_path and hps.mode != "export" else []
+  formats = [data_formats.detect(p, hps.data_format) for p in paths]
+  if reads_data:
+    for path, data_format in zip(paths, formats):
+      data_format.check_fields(path, hps.article_key, hps.abstract_key)
   vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase, given)
-  hps = raw_text.settle(hps, given, recorded)
+  hps = raw_text.settle(hps, given, recorded, formats)
   if hps.mode == "export":
     raw_text.required(hps, "--mode=export")  # the SavedModel tokenises raw text
-  elif not utility:
-    raw_text.check_data(hps)
-  return hps
+    return hps
+  if not reads_data:
+    return hps
+  raw_text.check_data(hps, formats)
+  read_tokenizer, read_lowercase = raw_text.reading(hps, formats)
+  return hps.replace(read_tokenizer=read_tokenizer, read_lowercase=read_lowercase)
 
 
 def record_raw_text(hps, flag_values):
@@ -60,12 +73,12 @@ def record_raw_text(hps, flag_values):
     run_record.add_raw_text(hps)
 
 
-def from_run(hps, given):
-  """(`hps` with the flags not in `given` taken from the run's record and coverage as the
-  checkpoint the mode loads has it, the record or None)."""
+def from_run(hps, given, recorded):
+  """(`hps` with the flags not in `given` taken from the run's record `recorded`
+  (run_record.read, None without one) and coverage as the checkpoint the mode loads has it,
+  `recorded`)."""
   changeable = run_record.CHANGEABLE_BY_TRAIN if hps.mode == "train" else ()
-  hps = run_record.reconcile(hps, given, changeable)
-  recorded = run_record.read(hps.run_dir)
+  hps = run_record.reconcile(hps, given, recorded, changeable)
   # The conversion reads a model without coverage and writes one with it (--coverage).
   checkpoint = None if hps.convert_to_coverage_model else checkpoints.to_load(hps)
   return hps.replace(coverage=_coverage(hps, given, recorded, checkpoint)), recorded
@@ -98,17 +111,10 @@ def _coverage(hps, given, recorded, checkpoint):
   return coverage
 
 
-def _check_json_fields(hps):
-  """Raises DataError when the first record of a JSONL file of --data_path lacks the article or
-  the summary field: every record would be skipped, one warning at a time."""
-  for path in records.expand_glob(hps.data_path):
-    if records.detect_format(path, hps.data_format) == "jsonl":
-      records.summary_key(path, hps.article_key, hps.abstract_key)
-
-
-def _resolve_data(hps, given):
+def _resolve_data(hps, given, recorded):
   """Fills in the demo corpus when --data_path is empty; requires --exp_name otherwise.
-  `given`: the flags the user set (a vocab_path not among them came from run_config.json)."""
+  `given`: the flags the user set (a vocab_path not among them came from run_config.json);
+  `recorded`: the run's record or None."""
   if hps.data_path:
     if not hps.exp_name:
       raise DataError("--exp_name is required with --data_path (the run directory is "
@@ -120,7 +126,6 @@ def _resolve_data(hps, given):
     return hps  # export reads only the vocab, no data
   demo_dir = os.path.join(hps.log_root or "runs", "demo_data")
   demo_vocab = demo_data.demo_vocab_path(demo_dir)
-  recorded = run_record.read(hps.run_dir)
   if "vocab_path" in given and not recorded:
     raise DataError("--vocab_path was given without --data_path; give both, or neither to "
                     "use the demo corpus")

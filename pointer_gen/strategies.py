@@ -27,10 +27,10 @@ def strategy_class(name):
   return STRATEGIES[name]
 
 
-def make(hps, settings):
-  """The strategy --search names, with search.Settings `settings` and its own settings from
-  `hps`."""
-  return strategy_class(hps.search).from_hparams(hps, settings)
+def make(hps, settings, attention=None):
+  """The strategy --search names, with search.Settings `settings`, its own settings from `hps`
+  and `attention` (an attention.SearchAttention; default attention.DEFAULT_SEARCH)."""
+  return strategy_class(hps.search).from_hparams(hps, settings, attention)
 
 
 def check_flags(hps, given):

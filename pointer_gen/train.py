@@ -11,6 +11,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import distribute
@@ -66,6 +67,7 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
   for_xla = jit_compile or isinstance(strategy, tf.distribute.TPUStrategy)
   variables = model.trainable_variables
   replicas = strategy.num_replicas_in_sync
+  implementation = attention.chosen(hps, "train")
   if hps.inject_nonfinite_at_step:
     # The test hook fires once: the step does not advance on a skipped batch, so a hook keyed on
     # the step alone would poison every later batch too and --skip_nonfinite_batches would spin.
@@ -76,7 +78,8 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
   def replica_step(batch):
     num_examples = _all_reduce_sum(tf.shape(batch["dec_len"])[0])
     with tf.GradientTape() as tape:
-      outputs = model(batch, real_steps_only=True, for_xla=for_xla)
+      outputs = model(batch, real_steps_only=True, for_xla=for_xla,
+                      implementation=implementation)
       per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)
       num_tokens = _all_reduce_sum(tf.reduce_sum(per_example["tokens"]))
       scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt,
@@ -215,7 +218,8 @@ class Trainer:
     if not restored:
       self.restore()
     replicas = self.strategy.num_replicas_in_sync
-    logging.info("Trainable parameters: %d", self.num_parameters())
+    logging.info("Trainable parameters: %d; the attention's implementation: %s",
+                 self.num_parameters(), attention.chosen(hps, "train").name)
     logging.info("Batch size %d per replica x %d replicas = global batch %d; checkpoints and "
                  "TensorBoard summaries in %s", hps.batch_size, replicas,
                  hps.batch_size * replicas, hps.train_dir)

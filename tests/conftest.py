@@ -36,14 +36,39 @@ def _real_data(path):
   pytest.skip(f"{message}; not found, skipped (CI=true fails instead)")
 
 
-# The test files xdist's two workers take first, longest first (pytest.ini: --dist loadgroup
-# --no-loadscope-reorder): each worker takes a group of tests, a file or the files of one
-# xdist_group, at a time in the order collected, and a long one taken last would keep one worker
-# busy while the other has nothing left.
+# The test files xdist's two workers take first, longest first: each worker takes a test file
+# (or TF1_REFERENCE_FILES together) at a time, in the order collected, and a long one taken last
+# would keep one worker busy while the other has nothing left.
 LONGEST_FIRST = ("test_reliability.py", "test_stopping.py", "test_serving_loaders.py",
                  "test_recipe.py", "test_precision.py", "test_export.py", "test_tf1_checkpoint.py",
                  "test_clip_norm.py", "test_distribute.py", "test_raw_text.py", "test_ptb.py",
                  "test_run_record.py", "test_evaluate.py")
+
+# The test files that, run as a script, write a reference computed by TF1's graph code; they
+# share the session fixture tf1_references, so one worker runs them all.
+TF1_REFERENCE_FILES = ("test_clip_norm.py", "test_tf1_checkpoint.py")
+
+
+def worker_unit(nodeid):
+  """The unit of tests one xdist worker takes at a time: the test's file, whose module fixtures
+  are then made once, or "tf1_reference" for TF1_REFERENCE_FILES."""
+  name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+  return "tf1_reference" if name in TF1_REFERENCE_FILES else name
+
+
+def pytest_xdist_make_scheduler(config, log):
+  """xdist's scheduling by scope, with worker_unit as the scope. Not xdist's own `loadgroup`:
+  it marks a group by renaming each test's node id, which pytest 9 no longer lets it do, and
+  then sends the tests one by one, each module fixture made on both workers and a long file
+  split between them."""
+  from xdist.scheduler import LoadScopeScheduling  # pylint: disable=g-import-not-at-top
+
+  class FileScheduling(LoadScopeScheduling):
+
+    def _split_scope(self, nodeid):
+      return worker_unit(nodeid)
+
+  return FileScheduling(config, log)
 
 
 def pytest_collection_finish(session):
@@ -54,14 +79,8 @@ def pytest_collection_finish(session):
   gc.freeze()
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items):
-  """Each test file is a group of its own unless it names one (xdist_group: files that share a
-  session fixture, made once per worker); LONGEST_FIRST's files come first, the others after them
-  in the order they were collected."""
-  for item in items:
-    if not item.get_closest_marker("xdist_group"):
-      item.add_marker(pytest.mark.xdist_group(item.path.name))
+  """LONGEST_FIRST's files first, the others after them in the order they were collected."""
   rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
   items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
@@ -117,15 +136,11 @@ def tiny_run(demo_corpus, tmp_path_factory):
   return root / "run"
 
 
-# The test files that, run as a script, write a reference computed by TF1's graph code.
-TF1_REFERENCE_FILES = ("test_clip_norm.py", "test_tf1_checkpoint.py")
-
-
 @pytest.fixture(scope="session")
 def tf1_references(tmp_path_factory):
   """{file name without .py: (its directory, the arrays of its reference.npz)} of each of
   TF1_REFERENCE_FILES, written once in one process (helpers.run_tf1_references). Read only: a
-  test may add files of its own names there. Its users share an xdist_group: one worker."""
+  test may add files of its own names there. Its users run on one worker (worker_unit)."""
   return run_tf1_references([REPO / "tests" / name for name in TF1_REFERENCE_FILES],
                             tmp_path_factory.mktemp("tf1"))
 

@@ -26,8 +26,7 @@ from pointer_gen.errors import DataError
 
 from helpers import REPO
 
-# On the worker of test_tf1_checkpoint.py, which shares the tf1_references fixture.
-pytestmark = pytest.mark.xdist_group("tf1_reference")
+# Run on the worker of test_tf1_checkpoint.py (conftest.worker_unit): they share tf1_references.
 
 V, E, H = 30, 6, 5
 UNK, PAD, START, STOP = 0, 1, 2, 3

@@ -20,7 +20,9 @@ def test_every_hparams_field_is_a_flag_with_the_same_default():
   project = _project_flags()
   mismatched = {}
   for field in dataclasses.fields(config.HParams):
-    if field.name not in project:
+    if field.name in config.SETTLED:
+      assert field.name not in project, field.name
+    elif field.name not in project:
       mismatched[field.name] = "no flag"
     elif project[field.name].default != field.default:
       mismatched[field.name] = (project[field.name].default, field.default)

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import beam_search
+from pointer_gen import config
 from pointer_gen import continuous_batching
 from pointer_gen import greedy_search
 from pointer_gen import model as model_lib
@@ -29,10 +31,11 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
   model = _random_model(pointer_gen=True, coverage=True, seed=seed)
   enc_input, enc_len, ext, _ = _articles(10, MAX_ENC_STEPS, seed)
   settings = search_lib.Settings(max_dec_steps=8, min_dec_steps=1,
-                                 first_step_context=first_step_context,
-                                 compiled_attention=compiled)
-  strategy = (greedy_search.GreedySearch(settings) if greedy else beam_search.BeamSearch(
-      settings, beam_search.BeamSettings(beam_size=3, block_ngram_repeat=block)))
+                                 first_step_context=first_step_context)
+  searched = attention.SearchAttention.of(config.HParams(compiled_attention=compiled), "decode")
+  strategy = (greedy_search.GreedySearch(settings, attention=searched) if greedy else
+              beam_search.BeamSearch(settings, beam_search.BeamSettings(
+                  beam_size=3, block_ngram_repeat=block), searched))
   decoder = continuous_batching.SlotDecoder(model, strategy, num_slots=slots,
                                             max_enc_steps=MAX_ENC_STEPS)
   admitted = []

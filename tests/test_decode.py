@@ -6,8 +6,10 @@ import os
 import re
 import shutil
 
+import numpy as np
 import pytest
 
+from pointer_gen import bin_format
 from pointer_gen import config
 from pointer_gen import data
 from pointer_gen import decode
@@ -15,6 +17,7 @@ from pointer_gen import demo_data
 from pointer_gen import metrics
 from pointer_gen import records
 from pointer_gen import tensorboard_log
+from pointer_gen import tfrecord_format
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -58,7 +61,7 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained, capsys):
                                  + [f"{i:06d}_reference.txt" for i in range(NUM_EXAMPLES)])
   # References are the data's abstracts, one sentence a line.
   first_ref = files["000000_reference.txt"].splitlines()
-  first = next(records.read_bin(sorted(glob.glob(hps.data_path))[0], records.SkipCounter()))
+  first = next(bin_format.BIN.read(sorted(glob.glob(hps.data_path))[0], records.SkipCounter()))
   assert first_ref == first.abstract_sentences
   # ROUGE_results.txt and metrics.json agree, and both agree with a recomputation.
   with open(os.path.join(directory, "metrics.json"), encoding="utf-8") as f:
@@ -188,6 +191,41 @@ def test_decode_dir_name_follows_the_original(tmp_path):
   assert (decode.decode_dir_name(hps.replace(data_path=f"{tmp_path}/test.jsonl",
                                              data_format="bin"), "ckpt-7")
           == "decode_test_400maxenc_4beam_35mindec_120maxdec_ckpt-7")
+  (tmp_path / "test.tfrecord").write_bytes(b"")
+  assert (decode.decode_dir_name(hps.replace(data_path=f"{tmp_path}/test.tfrecord"), "ckpt-7")
+          == "decode_test_tfrecord_400maxenc_4beam_35mindec_120maxdec_ckpt-7")
+
+
+def test_a_tfrecord_twin_of_the_bin_gives_its_batches_and_summaries(trained, tmp_path):
+  """The val split's .bin chunks converted to TFRecord, one file each: the input pipeline gives
+  the same batches (single-pass, and training's shuffled, bucketed order), and a decode of one
+  checkpoint the same summaries, references and figures."""
+  hps, vocab = trained
+  hps = hps.replace(log_root=str(tmp_path), max_decode_examples=5)
+  shutil.copytree(os.path.join(trained[0].run_dir, "train"), os.path.join(hps.run_dir, "train"))
+  twin_dir = tmp_path / "twin"
+  twin_dir.mkdir()
+  for path in records.expand_glob(hps.data_path):
+    name = os.path.splitext(os.path.basename(path))[0]
+    tfrecord_format.TFRECORD.write(str(twin_dir / f"{name}.tfrecord"),
+                                   bin_format.BIN.read(path, records.SkipCounter()))
+  twin = hps.replace(data_path=f"{twin_dir}/val_*.tfrecord")
+  for single_pass in (True, False):
+    batches = [list(data.input_pipeline(h, vocab, single_pass)[1].take(3)) for h in (hps, twin)]
+    assert len(batches[0]) == 3
+    for from_bin, from_tfrecord in zip(*batches, strict=True):
+      assert from_bin.keys() == from_tfrecord.keys()
+      for key in from_bin:
+        np.testing.assert_array_equal(from_bin[key].numpy(), from_tfrecord[key].numpy(), key)
+  results = [decode.run(h, vocab) for h in (hps, twin)]
+  directories = [os.path.join(h.run_dir, decode.decode_dir_name(h, "x-30")) for h in (hps, twin)]
+  assert [os.path.basename(d) for d in directories] == [
+      "decode_val_60maxenc_3beam_3mindec_12maxdec_ckpt-30",
+      "decode_val_tfrecord_60maxenc_3beam_3mindec_12maxdec_ckpt-30"]
+  files = [_decode_files(d) for d in directories]
+  assert len(files[0]) == 10 and files[0] == files[1]
+  for key in ("num_examples", "rouge", "ngrams", "p_gen_mean", "skipped_records"):
+    assert results[0][key] == results[1][key], key
 
 
 def test_decode_without_checkpoint_is_a_clear_error(tmp_path):

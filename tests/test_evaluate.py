@@ -19,9 +19,11 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import attention_view
+from pointer_gen import bin_format
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import demo_data
 from pointer_gen import eval_samples
 from pointer_gen import evaluate
@@ -392,8 +394,8 @@ def test_tensorboard_shows_the_samples_of_each_checkpoint(concurrent_run, tensor
   assert set(_get_json(url, "/data/plugin/images/tags")["eval"]) == {
       f"samples/attention_{i}" for i in range(3)}
   # The samples are the first 3 validation articles, as the model reads them (40 tokens).
-  val = records.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
-                             records.SkipCounter())
+  val = data_formats.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
+                                  records.SkipCounter())
   articles = [next(val).article.split()[:40] for _ in range(3)]
   scalars = {tag: {step: value for _, step, value in _get_json(
       url, "/data/plugin/scalars/scalars", run="eval", tag=tag)} for tag in figures}
@@ -426,9 +428,9 @@ def test_the_attention_picture_is_the_attention_decode_writes(concurrent_run, te
   # --mode=decode of the first validation article alone (a data file of its own: continuous
   # decode takes random articles) with the checkpoint eval scored last.
   run, step = concurrent_run, concurrent_run["last_step"]
-  first = next(records.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
-                                    records.SkipCounter()))
-  records.write_bin(str(tmp_path / "first.bin"), [first])
+  first = next(data_formats.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
+                                         records.SkipCounter()))
+  bin_format.BIN.write(str(tmp_path / "first.bin"), [first])
   code, _, err = run_main(capsys, "--mode=decode", f"--data_path={tmp_path / 'first.bin'}",
                           f"--vocab_path={run['corpus']['vocab']}", f"--log_root={tmp_path}",
                           f"--ckpt_path={run['run_dir'] / 'train' / f'model.ckpt-{step}'}",

@@ -16,6 +16,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from pointer_gen import checkpoints
 from pointer_gen import config
+from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import export
@@ -118,8 +119,8 @@ def exported(tmp_path_factory):
               encoding="utf-8") as f:
       p_gen_means = [json.loads(line)["p_gen_mean"] for line in f]
 
-    articles = [r.article for r in records.read_records(sorted(glob.glob(corpus["val"])), "auto",
-                                                        records.SkipCounter())][:NUM_EXAMPLES]
+    articles = [r.article for r in data_formats.read_records(
+        sorted(glob.glob(corpus["val"])), "auto", records.SkipCounter())][:NUM_EXAMPLES]
     long_article = " ".join((articles[0].split() * 100_000)[:100_000])
     awkward = {
         "plain": articles[0],

@@ -176,9 +176,11 @@ def test_export_records_and_uses_the_first_step_context(monkeypatch, tmp_path):
 
   def search(strategy, model, enc_input, enc_len, enc_input_ext, max_oovs):
     seen["first_step_context"] = strategy.settings.first_step_context
+    seen["attention"] = (strategy.attention.steps.name, strategy.attention.first_step.name)
     raise _SearchCalled
 
   monkeypatch.setattr(beam_search.BeamSearch, "search", search)
   with pytest.raises(_SearchCalled):
     summarizer.summarize(tf.constant(["w3 QQA w7"]))
-  assert seen == {"first_step_context": "zeros"}
+  # The export's default attention: the memory shared, TensorFlow's ops (step 0's as decode's).
+  assert seen == {"first_step_context": "zeros", "attention": ("shared", "hand_gradient")}

@@ -28,8 +28,10 @@ from hypothesis import strategies as st
 import pytest
 import tensorflow as tf
 
+from pointer_gen import bin_format
 from pointer_gen import config
 from pointer_gen import data
+from pointer_gen import jsonl_format
 from pointer_gen import records
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -166,7 +168,7 @@ def made_corpus(tmp_path_factory):
                      "made", 1),
       records.Record("a third article , short", ["one sentence ."], "made", 2),
   ]
-  records.write_bin(str(root / "made.bin"), written)
+  bin_format.BIN.write(str(root / "made.bin"), written)
   return _BinCorpus((root / "made.bin").read_bytes())
 
 
@@ -267,10 +269,10 @@ def test_corrupted_bin_files(request, tmp_path_factory, name):
       f.write(blob)
     OUTCOMES[f"bin: inputs ({kind})"] += 1
     with _captured_warnings() as messages:
-      got, skips, error = _within(TIMEOUT_SECS, _read, records.read_bin, path)
+      got, skips, error = _within(TIMEOUT_SECS, _read, bin_format.BIN.read, path)
       framing_error = None
       try:
-        _within(TIMEOUT_SECS, records.check_bin_framing, path)
+        _within(TIMEOUT_SECS, bin_format.BIN.count, path)
       except DataError as e:
         framing_error = e
     # The start-up check and the reader agree on broken framing.
@@ -294,7 +296,7 @@ def test_every_single_bit_flip_of_a_record(made_corpus, tmp_path):
         f.write(flipped)
       OUTCOMES["bin: inputs (single bit flip, exhaustive)"] += 1
       with _captured_warnings() as messages:
-        got, skips, error = _read(records.read_bin, path)
+        got, skips, error = _read(bin_format.BIN.read, path)
       _check_bin(path, bytes(flipped), single, got, skips, error, messages)
 
 
@@ -430,7 +432,7 @@ def test_hostile_jsonl_lines(tmp_path_factory):
       f.write(blob)
     OUTCOMES["jsonl: inputs"] += 1
     with _captured_warnings() as messages:
-      got, skips, error = _within(TIMEOUT_SECS, _read, records.read_jsonl, path)
+      got, skips, error = _within(TIMEOUT_SECS, _read, jsonl_format.JSONL.read, path)
     assert error is None  # content problems are skips; only a file-level problem is an error
     _check_jsonl(path, outcomes, got, skips, messages)
 
@@ -451,7 +453,7 @@ def test_jsonl_lines_of_several_megabytes(tmp_path):
   with open(path, "wb") as f:
     f.write(b"\n".join(lines))
   with _captured_warnings() as messages:
-    got, skips, error = _within(TIMEOUT_SECS, _read, records.read_jsonl, path)
+    got, skips, error = _within(TIMEOUT_SECS, _read, jsonl_format.JSONL.read, path)
   assert error is None
   outcomes = [("record", article, ["short ."]), ("skip",), ("skip",), ("skip",),
               ("record", "after the big ones", ["y"])]
@@ -622,7 +624,7 @@ def test_corrupted_bin_through_the_pipeline(made_corpus, tmp_path_factory, demo_
         OUTCOMES["pipeline: DataError"] += 1
         return
       source.raise_if_failed()
-      got, skips, error = _read(records.read_bin, path)
+      got, skips, error = _read(bin_format.BIN.read, path)
     assert error is None
     assert pairs == [(r.article, "\n".join(r.abstract_sentences)) for r in got]
     assert source.skips.counts == skips.counts

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import layers
 from pointer_gen.model_config import ModelConfig
 
@@ -117,6 +118,9 @@ def _random_state(rng, pad_coverage=True):
 
 @pytest.mark.parametrize("use_coverage", [True, False])
 def test_attention_matches_numpy(use_coverage):
+  """The layer with the reference implementation (attention.Eager), against the paper's
+  equations in numpy; the fast implementations are held to the reference by
+  test_attention_implementations."""
   rng = np.random.default_rng(0)
   att = layers.BahdanauCoverageAttention(2 * H, use_coverage=use_coverage)
   att.build()
@@ -129,7 +133,8 @@ def test_attention_matches_numpy(use_coverage):
   features = att.memory_features(_f32(states))
   np.testing.assert_allclose(features.numpy(), _np(states) @ _np(att.memory_layer.kernel),
                              atol=ATOL)
-  context, attn = att(_f32(query), features, _f32(states), _f32(mask), _f32(coverage))
+  context, attn = att(_f32(query), features, _f32(states), _f32(mask), _f32(coverage),
+                      implementation=attention.get("eager"))
   exp_context, exp_attn = np_attention(att, _np(query), _np(states), mask, _np(coverage),
                                        use_coverage)
   np.testing.assert_allclose(attn.numpy(), exp_attn, atol=ATOL)

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import finish_tool_runs, load_tool, start_tool_runs
+from pointer_gen import bin_format
 from pointer_gen import records
 from pointer_gen.errors import DataError
 
@@ -161,7 +162,7 @@ def test_stories_chunks_of_1000_and_whole_split_files(story_run):
 def test_stories_read_back_by_the_project_reader(story_run):
   out_dir, _, _ = story_run
   skips = records.SkipCounter()
-  back = list(records.read_bin(str(out_dir / "chunked" / "train_001.bin"), skips))
+  back = list(bin_format.BIN.read(str(out_dir / "chunked" / "train_001.bin"), skips))
   assert skips.total == 0
   pairs = _walk(out_dir / "chunked" / "train_001.bin")
   assert [(r.article, r.abstract_sentences) for r in back] == [

@@ -12,6 +12,7 @@ import tensorflow as tf
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import export
 from pointer_gen import model as model_lib
@@ -218,7 +219,7 @@ def test_bf16_decode_and_export_give_valid_summaries(bf16_run, tmp_path):
   result = decode.SinglePassDecoder(decode_hps, vocab, model, ckpt_path).run()
   assert result["flags"]["precision"] == "mixed_bfloat16"
   assert result["num_examples"] == 3
-  articles = [r.article.split() for r in records.read_records(
+  articles = [r.article.split() for r in data_formats.read_records(
       sorted(glob.glob(corpus["val"])), "auto", records.SkipCounter())][:3]
   decoded = sorted(glob.glob(os.path.join(tmp_path, "run", "decode_*", "decoded", "*.txt")))
   assert len(decoded) == 3

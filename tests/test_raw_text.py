@@ -15,8 +15,10 @@ import shutil
 import pytest
 import tensorflow as tf
 
+from pointer_gen import bin_format
 from pointer_gen import records
 from pointer_gen import run_record
+from pointer_gen import tfrecord_format
 from pointer_gen.errors import DataError
 
 from helpers import load_tool
@@ -124,8 +126,8 @@ def test_export_tokenises_raw_articles_as_make_datafiles_made_the_bin(prepared):
   articles = [ARTICLES[i] for i in SPLITS["test"]]
   got = loaded.signatures["attention"](article=tf.constant(articles))["article_tokens"]
   got = [[t.decode("utf-8") for t in row if t] for row in got.numpy()]
-  made = [r.article.split(" ") for r in records.read_bin(str(prepared["out"] / "test.bin"),
-                                                          records.SkipCounter())]
+  made = [r.article.split(" ") for r in bin_format.BIN.read(str(prepared["out"] / "test.bin"),
+                                                           records.SkipCounter())]
   assert got == [tokens[:MAX_ENC_STEPS] for tokens in made]
   # The comparison means something: the articles are cut, and split on whitespace with case
   # kept they would be other tokens.
@@ -153,8 +155,8 @@ def test_decode_of_raw_jsonl_gives_the_summaries_references_and_rouge_of_its_bin
   references = _decoded(run_dir, "test_jsonl", "reference")
   assert references == _decoded(run_dir, "test", "reference")
   # The .bin's abstracts, independently: their sentences between the tags, one a line.
-  made = [r.abstract_sentences for r in records.read_bin(str(prepared["out"] / "test.bin"),
-                                                         records.SkipCounter())]
+  made = [r.abstract_sentences for r in bin_format.BIN.read(str(prepared["out"] / "test.bin"),
+                                                          records.SkipCounter())]
   assert list(references.values()) == ["\n".join(sentences) + "\n" for sentences in made]
   assert "-lrb- 1890 -rrb-" in references["000000_reference.txt"]
   metrics = {}
@@ -253,3 +255,26 @@ def test_training_on_the_bin_with_ptb_is_refused(prepared, tmp_path):
       "tokenised that way from raw text, and is read with --tokenizer=whitespace "
       "--lowercase=false. Leave --tokenizer and --lowercase out: the run records how raw text "
       "became the tokens and applies it to raw text (export, decode of JSONL)")
+
+
+def test_a_tfrecord_twin_is_read_as_its_bin_and_raw_jsonl_as_raw_text(prepared, tmp_path):
+  """Whether text is raw is its format's to say, settled once into the HParams: a TFRecord twin
+  of test.bin holds its tokens, read as the .bin's (whitespace, case kept), the JSONL raw text,
+  tokenised as make_datafiles made the .bin (ptb, lower-cased); a glob of both is refused."""
+  out = prepared["out"]
+  twin = tmp_path / "test.tfrecord"
+  tfrecord_format.TFRECORD.write(str(twin), bin_format.BIN.read(str(out / "test.bin"),
+                                                                records.SkipCounter()))
+  shutil.copy(prepared["raw"], tmp_path / "test.jsonl")
+
+  def reads(data_path):
+    return settle(*prepared["run"], *DECODE, f"--data_path={data_path}").reads
+
+  assert reads(out / "test.bin") == reads(twin) == ("whitespace", False)
+  assert reads(prepared["raw"]) == ("ptb", True)
+  with pytest.raises(DataError) as raised:
+    reads(f"{tmp_path}/test.*")
+  assert str(raised.value) == (
+      f"--data_path={tmp_path}/test.* mixes TFRecord files (pre-tokenised, read with "
+      "--tokenizer=whitespace) and JSONL files (raw text, tokenised as the data was prepared): "
+      "give one format at a time")

@@ -1,7 +1,8 @@
-"""Tests of pointer_gen.records and the data tools (make_vocab, convert_data).
+"""Tests of pointer_gen.records, the data formats and the data tools (make_vocab, convert_data).
 
-Files in the .bin format are built and walked here with struct and tf.train.Example directly, so
-the reader and writer are checked against an independent implementation of the format.
+Files in the .bin and TFRecord formats are built and walked here with struct, a CRC-32C of the
+test's own and tf.train.Example directly, so the readers and writers are checked against an
+independent implementation of the formats.
 """
 
 import json
@@ -13,7 +14,11 @@ import pytest
 import tensorflow as tf
 
 from helpers import finish_tool_runs, start_tool_runs
+from pointer_gen import bin_format
+from pointer_gen import data_formats
+from pointer_gen import jsonl_format
 from pointer_gen import records
+from pointer_gen import tfrecord_format
 from pointer_gen.errors import DataError
 
 
@@ -75,7 +80,7 @@ def test_read_bin_real_vietnews_matches_struct_walk(vietnews):
   path = str(vietnews / "chunked" / "val_000.bin")
   payloads = _walk(path)
   skips = records.SkipCounter()
-  recs = list(records.read_bin(path, skips))
+  recs = list(bin_format.BIN.read(path, skips))
   assert len(recs) == len(payloads) == 1000
   assert skips.total == 0
   assert [r.index for r in recs] == list(range(len(payloads)))
@@ -92,7 +97,7 @@ def test_read_bin_real_vietnews_matches_struct_walk(vietnews):
 def test_check_bin_framing_real_files(vietnews):
   paths = records.expand_glob(str(vietnews / "chunked" / "val_*.bin"))
   assert [os.path.basename(p) for p in paths] == ["val_000.bin", "val_1000.bin", "val_2000.bin"]
-  counts = [records.check_bin_framing(p) for p in paths]
+  counts = [bin_format.BIN.count(p) for p in paths]
   assert counts == [len(_walk(p)) for p in paths]
   assert sum(counts) == 2322  # the vietnews README's count of val examples
 
@@ -102,7 +107,7 @@ def test_read_jsonl_real_bbc_matches_json_loads(bbc):
   with open(path, encoding="utf-8") as f:
     first = json.loads(f.readline())
   skips = records.SkipCounter()
-  recs = list(records.read_jsonl(path, skips))
+  recs = list(jsonl_format.JSONL.read(path, skips))
   assert len(recs) == 200
   assert skips.total == 0
   assert recs[0] == records.Record(first["article"], first["abstract_sentences"], path, 0)
@@ -113,7 +118,7 @@ def test_read_jsonl_real_bbc_matches_json_loads(bbc):
 def test_read_records_mixes_formats_in_given_order(vietnews, bbc):
   paths = [str(bbc / "val.jsonl"), str(vietnews / "chunked" / "val_2000.bin")]
   skips = records.SkipCounter()
-  sources = [r.source for r in records.read_records(paths, "auto", skips)]
+  sources = [r.source for r in data_formats.read_records(paths, "auto", skips)]
   n_bin = len(_walk(paths[1]))
   assert sources == [paths[0]] * 200 + [paths[1]] * n_bin
 
@@ -131,7 +136,7 @@ HAND_RECORDS = [
 
 def test_write_bin_bytes_and_read_back(tmp_path):
   path = str(tmp_path / "hand.bin")
-  assert records.write_bin(path, iter(HAND_RECORDS)) == 4
+  assert bin_format.BIN.write(path, iter(HAND_RECORDS)) == 4
   assert os.listdir(tmp_path) == ["hand.bin"]  # no .tmp left behind
   payloads = _walk(path)
   assert len(payloads) == 4
@@ -139,16 +144,16 @@ def test_write_bin_bytes_and_read_back(tmp_path):
   assert _feature(payloads[1], "abstract") == b""
   assert _feature(payloads[0], "article") == HAND_RECORDS[0].article.encode("utf-8")
   skips = records.SkipCounter()
-  back = list(records.read_bin(path, skips))
+  back = list(bin_format.BIN.read(path, skips))
   assert skips.total == 0
   assert [(r.article, r.abstract_sentences, r.index) for r in back] == [
       (r.article, r.abstract_sentences, r.index) for r in HAND_RECORDS]
-  assert records.check_bin_framing(path) == 4
+  assert bin_format.BIN.count(path) == 4
 
 
 def test_write_jsonl_bytes_and_read_back(tmp_path):
   path = str(tmp_path / "hand.jsonl")
-  assert records.write_jsonl(path, HAND_RECORDS) == 4
+  assert jsonl_format.JSONL.write(path, HAND_RECORDS) == 4
   with open(path, "rb") as f:
     lines = f.read().split(b"\n")
   assert lines[-1] == b"" and len(lines) == 5  # one line per record, U+2028 stays inside
@@ -158,22 +163,22 @@ def test_write_jsonl_bytes_and_read_back(tmp_path):
       "abstract": "câu một . câu hai .",
       "abstract_sentences": ["câu một .", "câu hai ."],
   }
-  back = list(records.read_jsonl(path, records.SkipCounter()))
+  back = list(jsonl_format.JSONL.read(path, records.SkipCounter()))
   assert [(r.article, r.abstract_sentences) for r in back] == [
       (r.article, r.abstract_sentences) for r in HAND_RECORDS]
 
 
 def test_bbc_jsonl_to_bin_to_jsonl_round_trip(bbc, tmp_path):
   src = str(bbc / "val.jsonl")
-  original = list(records.read_jsonl(src, records.SkipCounter()))
-  paths = records.write_chunked(original, str(tmp_path / "chunks"), "val", chunk_size=64)
+  original = list(jsonl_format.JSONL.read(src, records.SkipCounter()))
+  paths = bin_format.BIN.write_chunks(original, str(tmp_path / "chunks"), "val", chunk_size=64)
   assert [os.path.basename(p) for p in paths] == [f"val_{i:03d}.bin" for i in range(4)]
   assert [len(_walk(p)) for p in paths] == [64, 64, 64, 8]
   skips = records.SkipCounter()
-  from_bin = list(records.read_records(paths, "auto", skips))
+  from_bin = list(data_formats.read_records(paths, "auto", skips))
   assert skips.total == 0
   out = str(tmp_path / "back.jsonl")
-  records.write_jsonl(out, from_bin)
+  jsonl_format.JSONL.write(out, from_bin)
   with open(src, encoding="utf-8") as f_src, open(out, encoding="utf-8") as f_out:
     for line_src, line_out in zip(f_src, f_out, strict=True):
       want, got = json.loads(line_src), json.loads(line_out)
@@ -182,17 +187,17 @@ def test_bbc_jsonl_to_bin_to_jsonl_round_trip(bbc, tmp_path):
 
 def test_write_chunked_sizes_and_empty(tmp_path):
   recs = [_record(f"article {i}", [f"s {i}"], i) for i in range(5)]
-  paths = records.write_chunked(iter(recs), str(tmp_path / "out"), "test", chunk_size=2)
+  paths = bin_format.BIN.write_chunks(iter(recs), str(tmp_path / "out"), "test", chunk_size=2)
   assert [os.path.basename(p) for p in paths] == ["test_000.bin", "test_001.bin", "test_002.bin"]
   assert [len(_walk(p)) for p in paths] == [2, 2, 1]
-  assert records.write_chunked([], str(tmp_path / "none"), "test") == []
+  assert bin_format.BIN.write_chunks([], str(tmp_path / "none"), "test") == []
 
 
 def test_write_bin_refuses_sentence_with_tags_and_leaves_no_file(tmp_path):
   path = str(tmp_path / "bad.bin")
   recs = [_record("ok", ["fine"], 0), records.Record("ok", ["a <s> b"], "src.jsonl", 7)]
   with pytest.raises(DataError, match=r"src\.jsonl: record 7: .*'a <s> b'"):
-    records.write_bin(path, recs)
+    bin_format.BIN.write(path, recs)
   assert os.listdir(tmp_path) == []
 
 
@@ -213,10 +218,10 @@ def test_broken_framing_raises_with_file_record_and_offset(tmp_path, tail, messa
   path = _write_frames(tmp_path / "broken.bin", [GOOD], tail)
   where = rf"broken\.bin: record 1 at byte {GOOD_END}: "
   with pytest.raises(DataError, match=where + message):
-    records.check_bin_framing(path)
+    bin_format.BIN.count(path)
   got = []
   with pytest.raises(DataError, match=where + message):
-    for record in records.read_bin(path, records.SkipCounter()):
+    for record in bin_format.BIN.read(path, records.SkipCounter()):
       got.append(record)
   assert [r.article for r in got] == ["a b c"]  # what came before the break was fine
 
@@ -225,13 +230,13 @@ def test_length_beyond_file_in_first_record(tmp_path):
   path = _write_frames(tmp_path / "first.bin", [], struct.pack("<q", 50) + b"short")
   with pytest.raises(DataError, match=r"first\.bin: record 0 at byte 0: record length 50 "
                                       r"but only 5 bytes left"):
-    records.check_bin_framing(path)
+    bin_format.BIN.count(path)
 
 
 def test_empty_bin_file_has_no_records(tmp_path):
   path = _write_frames(tmp_path / "empty.bin", [])
-  assert records.check_bin_framing(path) == 0
-  assert list(records.read_bin(path, records.SkipCounter())) == []
+  assert bin_format.BIN.count(path) == 0
+  assert list(bin_format.BIN.read(path, records.SkipCounter())) == []
 
 
 # ---------------------------------------------------------------- .bin content skips
@@ -252,7 +257,7 @@ def test_bad_bin_records_are_skipped_and_counted(tmp_path, caplog):
   path = _write_frames(tmp_path / "mixed.bin", payloads)
   skips = records.SkipCounter()
   with caplog.at_level("WARNING"):
-    recs = list(records.read_bin(path, skips))
+    recs = list(bin_format.BIN.read(path, skips))
   assert [(r.index, r.article, r.abstract_sentences) for r in recs] == [
       (0, "first good", ["one"]), (8, "last good", ["two", "three"])]
   assert dict(skips.counts) == {
@@ -291,6 +296,120 @@ def test_skip_counter_limits_log_lines(caplog):
   assert records.SkipCounter().summary() == "skipped 0 records"
 
 
+# ---------------------------------------------------------------- TFRecord
+
+
+def _crc32c(data):
+  """CRC-32C (Castagnoli), bit by bit."""
+  crc = 0xFFFFFFFF
+  for byte in data:
+    crc ^= byte
+    for _ in range(8):
+      crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+  return crc ^ 0xFFFFFFFF
+
+
+def _masked_crc(data):
+  """TFRecord's stored checksum: the CRC-32C rotated right by 15 bits plus a constant."""
+  crc = _crc32c(data)
+  return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _tfrecord_frame(payload):
+  length = struct.pack("<Q", len(payload))
+  return (length + struct.pack("<I", _masked_crc(length)) + payload
+          + struct.pack("<I", _masked_crc(payload)))
+
+
+def _walk_tfrecord(path):
+  """Payloads of a TFRecord file, read with struct, every checksum checked."""
+  with open(path, "rb") as f:
+    data = f.read()
+  payloads, pos = [], 0
+  while pos < len(data):
+    length = data[pos:pos + 8]
+    (n,) = struct.unpack("<Q", length)
+    assert struct.unpack_from("<I", data, pos + 8)[0] == _masked_crc(length)
+    payload = data[pos + 12:pos + 12 + n]
+    assert struct.unpack_from("<I", data, pos + 12 + n)[0] == _masked_crc(payload)
+    payloads.append(payload)
+    pos += 16 + n
+  assert pos == len(data)
+  return payloads
+
+
+def test_the_registry_tells_every_format_apart():
+  extensions = [e for f in data_formats.FORMATS for e in f.extensions]
+  assert len(set(extensions)) == len(extensions)
+  assert all(e.startswith(".") and e == e.lower() for e in extensions)
+  assert data_formats.NAMES == ("bin", "jsonl", "tfrecord")
+  assert {f.name: f.pretokenized for f in data_formats.FORMATS} == {
+      "bin": True, "jsonl": False, "tfrecord": True}
+  assert [f.name for f in data_formats.FORMATS if f.original] == ["bin"]
+  for f in data_formats.FORMATS:
+    assert all(data_formats.detect(f"d/x{e.upper()}") is f for e in f.extensions)
+
+
+def test_write_tfrecord_bytes_and_read_back(tmp_path):
+  path = str(tmp_path / "hand.tfrecord")
+  assert tfrecord_format.TFRECORD.write(path, iter(HAND_RECORDS)) == 4
+  assert os.listdir(tmp_path) == ["hand.tfrecord"]  # no .tmp left behind
+  # The .bin's payloads, in TFRecord's framing.
+  bin_format.BIN.write(str(tmp_path / "hand.bin"), HAND_RECORDS)
+  assert _walk_tfrecord(path) == _walk(str(tmp_path / "hand.bin"))
+  skips = records.SkipCounter()
+  back = list(tfrecord_format.TFRECORD.read(path, skips))
+  assert skips.total == 0
+  assert [(r.article, r.abstract_sentences, r.source, r.index) for r in back] == [
+      (r.article, r.abstract_sentences, path, r.index) for r in HAND_RECORDS]
+  assert data_formats.count_records(path) == 4
+
+
+def test_bad_tfrecord_examples_are_skipped_as_in_bin(tmp_path, caplog):
+  payloads = [_good("first good", "<s> one </s>"), b"\xff\xff\xff not a protobuf",
+              _example(abstract="<s> x </s>"), _good("last good", "<s> two </s>")]
+  path = tmp_path / "mixed.tfrecord"
+  path.write_bytes(b"".join(_tfrecord_frame(p) for p in payloads))
+  skips = records.SkipCounter()
+  with caplog.at_level("WARNING"):
+    recs = list(tfrecord_format.TFRECORD.read(str(path), skips))
+  assert [(r.index, r.article) for r in recs] == [(0, "first good"), (3, "last good")]
+  assert dict(skips.counts) == {"not a tf.train.Example": 1, "missing 'article' feature": 1}
+  assert any(re.search(r"mixed\.tfrecord: record 1: skipped, not a tf\.train\.Example",
+                       r.getMessage()) for r in caplog.records)
+  assert tfrecord_format.TFRECORD.count(str(path)) == 4
+
+
+FIRST = _tfrecord_frame(GOOD)
+SECOND = _tfrecord_frame(_good("second", "<s> two </s>"))
+
+
+def _flipped(data, position):
+  return data[:position] + bytes([data[position] ^ 0x10]) + data[position + 1:]
+
+
+@pytest.mark.parametrize("data, message", [
+    (FIRST + _flipped(SECOND, 20), r"record 1 at byte {end}: corrupted record: its checksum does "
+                                   r"not match its bytes \(a damaged file, or not a TFRecord"),
+    (FIRST + _flipped(SECOND, 2), r"record 1 at byte {end}: corrupted record"),
+    (FIRST + _flipped(SECOND, len(SECOND) - 1), r"record 1 at byte {end}: corrupted record"),
+    (FIRST + SECOND[:30], r"record 1 at byte {end}: truncated record \(the file ends inside it"),
+    (FIRST + SECOND + SECOND[:5], r"record 2 at byte {end2}: truncated length field \(5 bytes at "
+                                  r"the end of the file\)"),
+], ids=["payload_byte", "length_byte", "checksum_byte", "truncated_record", "truncated_length"])
+def test_a_corrupt_tfrecord_is_an_error_naming_file_and_record(tmp_path, data, message):
+  path = tmp_path / "broken.tfrecord"
+  path.write_bytes(data)
+  where = r"broken\.tfrecord: " + message.format(end=len(FIRST), end2=len(FIRST + SECOND))
+  with pytest.raises(DataError, match=where):
+    tfrecord_format.TFRECORD.count(str(path))
+  got = []
+  with pytest.raises(DataError, match=where):
+    for record in data_formats.read_records([str(path)], "auto", records.SkipCounter()):
+      got.append(record.article)
+  assert got == ["a b c", "second"][:2 if "record 2" in message else 1]
+
+
 # ---------------------------------------------------------------- JSONL skips
 
 
@@ -317,7 +436,7 @@ def test_bad_jsonl_lines_are_skipped_and_counted(tmp_path, caplog):
   path.write_bytes(b"\n".join(lines) + b"\n\n")
   skips = records.SkipCounter()
   with caplog.at_level("WARNING"):
-    recs = list(records.read_jsonl(str(path), skips))
+    recs = list(jsonl_format.JSONL.read(str(path), skips))
   assert [(r.index, r.article, r.abstract_sentences) for r in recs] == [
       (0, "good one", ["s1", "s2"]),
       (12, "tagged", ["t1", "t2"]),
@@ -346,7 +465,7 @@ def test_bad_jsonl_lines_are_skipped_and_counted(tmp_path, caplog):
 def test_jsonl_with_utf8_bom(tmp_path):
   path = tmp_path / "bom.jsonl"
   path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"article": "a", "abstract": "b"}).encode())
-  assert [r.article for r in records.read_jsonl(str(path), records.SkipCounter())] == ["a"]
+  assert [r.article for r in jsonl_format.JSONL.read(str(path), records.SkipCounter())] == ["a"]
 
 
 # ---------------------------------------------------------------- globs, formats, abstracts
@@ -378,24 +497,28 @@ def test_expand_glob_errors_name_flag_and_pattern(tmp_path, pattern, flag, messa
     ("d/x.json", "auto", "jsonl"),
     ("d/x.txt", "bin", "bin"),
     ("d/x.bin", "jsonl", "jsonl"),
+    ("d/val.tfrecord", "auto", "tfrecord"),
+    ("d/val.TFRecords", "auto", "tfrecord"),
 ])
 def test_detect_format(path, data_format, expected):
-  assert records.detect_format(path, data_format) == expected
+  assert data_formats.detect(path, data_format).name == expected
 
 
 def test_detect_format_errors():
-  with pytest.raises(DataError, match=r"d/x\.txt: .*'\.txt'.*--data_format=bin\|jsonl"):
-    records.detect_format("d/x.txt")
-  with pytest.raises(DataError, match=r"d/noext: .*--data_format=bin\|jsonl"):
-    records.detect_format("d/noext")
-  with pytest.raises(DataError, match=r"--data_format='tfrecord'"):
-    records.detect_format("d/x.bin", "tfrecord")
+  with pytest.raises(DataError,
+                     match=r"d/x\.txt: .*'\.txt'.*--data_format=bin\|jsonl\|tfrecord"):
+    data_formats.detect("d/x.txt")
+  with pytest.raises(DataError, match=r"d/noext: .*--data_format=bin\|jsonl\|tfrecord"):
+    data_formats.detect("d/noext")
+  with pytest.raises(DataError, match=r"--data_format='parquet': expected auto or one of bin, "
+                                      r"jsonl, tfrecord"):
+    data_formats.detect("d/x.bin", "parquet")
 
 
 def test_read_records_checks_every_format_before_reading(tmp_path):
   good = _write_frames(tmp_path / "a.bin", [GOOD])
   with pytest.raises(DataError, match=r"b\.csv: cannot tell the data format"):
-    next(records.read_records([good, str(tmp_path / "b.csv")], "auto", records.SkipCounter()))
+    next(data_formats.read_records([good, str(tmp_path / "b.csv")], "auto", records.SkipCounter()))
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -472,6 +595,8 @@ def tool_runs(tmp_path_factory):
                      "--split=test", "--chunk_size=2"],
           "to_jsonl": [f"--input={tmp}/convert_in.bin", f"--output={tmp}/out/converted.jsonl",
                        "--to=jsonl"],
+          "to_tfrecord": [f"--input={tmp}/convert_in.bin",
+                          f"--output={tmp}/out/converted.tfrecord", "--to=tfrecord"],
           "to_bin_hf": [f"--input={tmp}/xsum.jsonl", f"--output={tmp}/hf_chunks", "--to=bin",
                         "--article_key=document", "--abstract_key=summary"],
           "occupied": [f"--input={convert_in}", f"--output={tmp}/occupied", "--to=bin"],
@@ -516,8 +641,8 @@ def test_make_vocab_reads_hf_field_names_and_records_its_tokenization(tool_runs)
 def test_convert_reads_hf_field_names(tool_runs):
   tmp, results = tool_runs
   assert "Wrote 2 records to 1 bin files" in _ok(results, "to_bin_hf")
-  back = list(records.read_records(records.expand_glob(str(tmp / "hf_chunks" / "*")), "auto",
-                                   records.SkipCounter()))
+  back = list(data_formats.read_records(records.expand_glob(str(tmp / "hf_chunks" / "*")),
+                                        "auto", records.SkipCounter()))
   assert [(r.article, r.abstract_sentences) for r in back] == [
       ("Rain, rain.", ["Wet day."]), ("Sun!", ["Dry.", "Warm day."])]
 
@@ -530,7 +655,7 @@ def test_convert_jsonl_to_bin_reads_back(tool_runs):
   assert [os.path.basename(p) for p in paths] == ["test_000.bin", "test_001.bin", "test_002.bin"]
   assert [len(_walk(p)) for p in paths] == [2, 2, 1]
   assert _feature(_walk(paths[0])[0], "abstract") == "<s> Một. </s> <s> Hai. </s>".encode()
-  back = list(records.read_records(paths, "auto", records.SkipCounter()))
+  back = list(data_formats.read_records(paths, "auto", records.SkipCounter()))
   assert [(r.article, r.abstract_sentences) for r in back] == [
       (r["article"], r.get("abstract_sentences", [r.get("abstract")])) for r in CONVERT_RECORDS]
 
@@ -545,6 +670,19 @@ def test_convert_bin_to_jsonl_reads_back(tool_runs):
     sentences = want.get("abstract_sentences", [want.get("abstract")])
     assert obj == {"article": want["article"], "abstract": " ".join(sentences),
                    "abstract_sentences": sentences}
+
+
+def test_convert_bin_to_tfrecord_keeps_each_example_byte_for_byte(tool_runs):
+  tmp, results = tool_runs
+  out = _ok(results, "to_tfrecord")
+  path = tmp / "out" / "converted.tfrecord"
+  assert f"Wrote 5 records to 1 tfrecord files: {path}" in out
+  # The .bin's tf.train.Examples, in TFRecord's framing: the same strings, the same tokens.
+  examples = [tf.train.Example.FromString(p) for p in _walk_tfrecord(path)]
+  assert examples == [tf.train.Example.FromString(p) for p in _walk(tmp / "convert_in.bin")]
+  back = list(data_formats.read_records([str(path)], "auto", records.SkipCounter()))
+  assert [(r.article, r.abstract_sentences) for r in back] == [
+      (r["article"], r.get("abstract_sentences", [r.get("abstract")])) for r in CONVERT_RECORDS]
 
 
 def test_convert_refuses_directory_with_old_chunks(tool_runs):

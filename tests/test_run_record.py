@@ -23,6 +23,7 @@ import pytest
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import model as model_lib
 from pointer_gen import records
 from pointer_gen import run_lock
@@ -63,8 +64,8 @@ def hf_data(bbc, tmp_path_factory):
   # As tools/make_vocab.py --tokenizer=punct --lowercase (tested in test_records.py), which
   # cannot share a process with the run's flags.
   vocab = root / "vocab"
-  recs = list(records.read_records([str(path)], "auto", records.SkipCounter(), "document",
-                                   "summary"))
+  recs = list(data_formats.read_records([str(path)], "auto", records.SkipCounter(), "document",
+                                        "summary"))
   counts = vocab_lib.count_words(text.tokenize_py(t, "punct", True) for r in recs
                                  for t in [r.article, *r.abstract_sentences])
   vocab_lib.write_vocab(str(vocab), counts)
@@ -275,7 +276,8 @@ def test_oov_warning_names_vocab_size_when_the_whole_file_would_leave_far_fewer(
   # the .bin data), the first 2000 - 4 specials or all, against the truncated articles' tokens.
   with open(vocab_path, "rb") as f:
     words = [line.split()[0] for line in f]
-  examples = records.read_records(records.expand_glob(data_path), "auto", records.SkipCounter())
+  examples = data_formats.read_records(records.expand_glob(data_path), "auto",
+                                       records.SkipCounter())
   tokens = [t for _, r in zip(range(data.OOV_CHECK_EXAMPLES), examples)
             for t in r.article.encode("utf-8").split()[:hps.max_enc_steps]]
 

@@ -131,10 +131,8 @@ def test_settings_are_the_decode_flags():
   hps = config.HParams(beam_size=5, max_dec_steps=90, min_dec_steps=30, block_ngram_repeat=3,
                        length_penalty_alpha=0.6, first_step_context="zeros")
   assert search_lib.Settings.from_hparams(hps) == search_lib.Settings(
-      max_dec_steps=90, min_dec_steps=30, keep_attention=False, first_step_context="zeros",
-      compiled_attention=False)
-  assert search_lib.Settings.from_hparams(hps, keep_attention=True,
-                                          compiled_attention=True).compiled_attention
+      max_dec_steps=90, min_dec_steps=30, keep_attention=False, first_step_context="zeros")
+  assert search_lib.Settings.from_hparams(hps, keep_attention=True).keep_attention
   beam = strategies.make(hps, search_lib.Settings.from_hparams(hps))
   assert isinstance(beam, beam_search.BeamSearch) and beam.rows == 5
   assert beam.options == beam_search.BeamSettings(beam_size=5, block_ngram_repeat=3,

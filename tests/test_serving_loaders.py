@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from pointer_gen import data_formats
 from pointer_gen import demo_data
 from pointer_gen import export
 from pointer_gen import records
@@ -34,8 +35,8 @@ HELPERS = REPO / "tests" / "helpers"
 
 
 def _articles(corpus):
-  real = [r.article for r in records.read_records(sorted(glob.glob(corpus["val"])), "auto",
-                                                  records.SkipCounter())][:3]
+  real = [r.article for r in data_formats.read_records(sorted(glob.glob(corpus["val"])),
+                                                       "auto", records.SkipCounter())][:3]
   articles = real + ["", "Zoë Ångström visitó São Paulo — 東京 , the police said ."]
   # saved_model_cli splits --input_exprs at semicolons.
   assert not any(";" in a for a in articles)

@@ -39,8 +39,7 @@ from helpers import load_tool
 from helpers import run_main
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-# On the worker of test_clip_norm.py, which shares the tf1_references fixture.
-pytestmark = pytest.mark.xdist_group("tf1_reference")
+# Run on the worker of test_clip_norm.py (conftest.worker_unit): they share tf1_references.
 ATOL = 1e-5
 V, E, H = 30, 6, 5
 UNK, PAD, START, STOP = 0, 1, 2, 3
@@ -295,7 +294,8 @@ def test_conversion_records_the_run_config(reference, converted):
       "tokenizer": "whitespace", "lowercase": False,
       "vocab_path": os.path.abspath(reference["vocab"])}
   decode_hps, _ = settle.from_run(config.HParams(mode="decode", log_root=hps.log_root,
-                                                 exp_name=hps.exp_name), given=frozenset())
+                                                 exp_name=hps.exp_name), given=frozenset(),
+                                  recorded=recorded)
   assert (decode_hps.hidden_dim, decode_hps.emb_dim, decode_hps.coverage,
           decode_hps.vocab_path) == (H, E, True, os.path.abspath(reference["vocab"]))
 

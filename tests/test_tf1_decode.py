@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import beam_search
 from pointer_gen import config
 from pointer_gen import data
@@ -56,8 +57,7 @@ def tf1_decode(demo_corpus, tmp_path_factory):
 
 def _pointer_gen_winners(prefix, demo_corpus, compiled):
   """pointer_gen's beam search over the same articles with the checkpoint's weights, and the
-  articles' lengths; compiled: with single-pass decode's XLA kernels
-  (Settings.compiled_attention)."""
+  articles' lengths; compiled: with single-pass decode's XLA kernel (the xla attention)."""
   hps = config.HParams(vocab_size=V, emb_dim=E, hidden_dim=H, pointer_gen=True, coverage=True,
                        max_enc_steps=L, max_dec_steps=1, batch_size=WARMUP + ARTICLES,
                        data_path=demo_corpus["val"], seed=0)
@@ -66,12 +66,12 @@ def _pointer_gen_winners(prefix, demo_corpus, compiled):
   vocab = vocab_lib.Vocab.from_file(demo_corpus["vocab"], V)
   _, dataset = data.input_pipeline(hps, vocab, single_pass=True)
   batch = next(iter(dataset))
-  settings = search_lib.Settings(max_dec_steps=MAX_STEPS, min_dec_steps=MIN_STEPS,
-                                 compiled_attention=compiled)
+  settings = search_lib.Settings(max_dec_steps=MAX_STEPS, min_dec_steps=MIN_STEPS)
+  searched = attention.SearchAttention.of(hps.replace(compiled_attention=compiled), "decode")
   # Eager: tracing the search would cost more than these few steps.
   winners = beam_search.beam_search(model, batch["enc_input"], batch["enc_len"],
                                     batch["enc_input_ext"], tf.reduce_max(batch["num_oovs"]),
-                                    settings, beam_search.BeamSettings(beam_size=BEAM))
+                                    settings, beam_search.BeamSettings(beam_size=BEAM), searched)
   return {k: v.numpy() for k, v in winners.items()}, batch["enc_len"].numpy()
 
 

@@ -50,10 +50,13 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import attention
+from pointer_gen import bin_format
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import continuous_batching
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import environment
 from pointer_gen import export
@@ -227,7 +230,7 @@ def time_tokenizers(articles, repeats):
 def raw_vocab(hps, path):
   """The most frequent --tokenizer=ptb --lowercase tokens of the raw JSONL at `path`, filled up
   to hps.vocab_size with words no text has (so that the step costs what a full vocab's does)."""
-  recs = records.read_records([path], "auto", records.SkipCounter())
+  recs = data_formats.read_records([path], "auto", records.SkipCounter())
   texts = [t for r in recs for t in (r.article, *r.abstract_sentences)]
   tokens = text.tokenize(texts, "ptb", lowercase=True).to_list()  # [N, (tokens)]
   counts = vocab_lib.count_words([t.decode("utf-8") for t in row] for row in tokens)
@@ -241,8 +244,8 @@ def pretokenized_copy(path, out_path):
   """Writes the raw JSONL at `path` as tools/make_datafiles.py prepares it, a .bin of its
   --tokenizer=ptb --lowercase tokens: the same examples, tokenised before training."""
   stories = (make_datafiles.jsonl_story(r)
-             for r in records.read_records([path], "auto", records.SkipCounter()))
-  records.write_bin(out_path, make_datafiles.tokenized_records(
+             for r in data_formats.read_records([path], "auto", records.SkipCounter()))
+  bin_format.BIN.write(out_path, make_datafiles.tokenized_records(
       stories, make_datafiles.line_tokenizer("ptb", lowercase=True)))
   return out_path
 
@@ -276,8 +279,8 @@ def time_fed_training(hps, vocab, data_path, steps, warmup):
 def pipeline_rows(hps, vocab, steps, warmup, results, rows):
   """Tokenisation throughput of each tokenizer, and the training step fed by its own input
   pipeline on the .bin data (pre-tokenised) and on raw English JSONL with --tokenizer=ptb."""
-  articles = [r.article for r in records.read_records([FLAGS.raw_articles_path], "auto",
-                                                      records.SkipCounter())]
+  articles = [r.article for r in data_formats.read_records([FLAGS.raw_articles_path], "auto",
+                                                           records.SkipCounter())]
   results["tokenize"] = time_tokenizers(articles, 2 if FLAGS.quick else 5)
   for name, timing in results["tokenize"].items():
     rows.append((f"tokenize raw articles, --tokenizer={name} --lowercase",
@@ -359,9 +362,11 @@ def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attentio
   --compiled_attention's kernel for every shape the timed run meets."""
   # Read first, so that the time holds no input work.
   examples = decode_examples(hps, vocab, slots + articles)
-  settings = search_lib.Settings.from_hparams(hps, compiled_attention=compiled_attention)
-  decoder = continuous_batching.SlotDecoder(model, strategies.make(hps, settings), slots,
-                                            hps.max_enc_steps)
+  settings = search_lib.Settings.from_hparams(hps)
+  decoder = continuous_batching.SlotDecoder(
+      model, strategies.make(hps, settings, attention.SearchAttention.of(
+          hps.replace(compiled_attention=compiled_attention), "decode")),
+      slots, hps.max_enc_steps)
   list(decoder.decode(examples[:slots]))
   list(decoder.decode(examples[slots:]))
   start = time.perf_counter()
@@ -427,14 +432,6 @@ def trained_decode_rows(hps, results, rows):
                f"{padded['articles_per_sec'] / one['articles_per_sec']:.1f}x batch 1"))
 
 
-def _plain_scores(memory_features, query_features, v, coverage=None, w_c=None, compiled=False):
-  del compiled  # the plain formula is TensorFlow's ops
-  features = memory_features + query_features[:, None, :]  # [B, L, U]
-  if coverage is not None:
-    features += coverage[:, :, None] * w_c
-  return tf.reduce_sum(v * tf.tanh(features), axis=2)  # [B, L]
-
-
 def _project_every_step(call):
   return lambda self, batch, real_steps_only=False, for_xla=False: call(self, batch, False,
                                                                         for_xla)
@@ -445,20 +442,14 @@ def _no_late_gradient(*_):
 
 
 # Each optimisation and its plain formulation: a list of (module, attribute, plain replacement
-# factory) patched together.
+# factory) patched together, or the attention implementation (attention.IMPLEMENTATIONS) trained
+# in place of auto's.
 ABLATIONS = {
     "encoder's recurrent kernel: gradient summed in the loop": [
         (kernels, "loop_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
         (kernels, "recurrent_kernel_gradient", lambda _: _no_late_gradient)],
-    "attention scores: automatic gradient": [
-        (kernels, "attention_scores", lambda _: _plain_scores)],
-    "attention tanh and its gradient: TensorFlow's ops, not XLA kernels": [
-        (kernels, "attention_scores",
-         lambda scores: lambda *args, **kwargs: scores(*args, **{**kwargs, "compiled": False}))],
-    "attention context: einsum, states' gradient summed in the loop": [
-        (kernels, "attention_context_late_states_gradient",
-         lambda _: lambda a, h: tf.einsum("bl,bld->bd", a, h)),
-        (kernels, "context_states_gradient", lambda _: _no_late_gradient)],
+    "attention: eager (the paper's equations, TensorFlow's gradients, einsum context)": "eager",
+    "attention tanh and its gradient: TensorFlow's ops, not XLA kernels": "hand_gradient",
     "loss: gather after softmax": [
         (losses, "softmax_at",
          lambda _: lambda logits, ids: tf.gather(tf.nn.softmax(logits), ids, batch_dims=1))],
@@ -475,12 +466,15 @@ def ablation(hps, batches, rounds):
   steps = {}
   for name in ["all optimisations"] + list(ABLATIONS):
     patches = ABLATIONS.get(name, [])
+    variant = hps
+    if isinstance(patches, str):
+      variant, patches = hps.replace(attention_implementation=patches), []
     originals = [getattr(target, attribute) for target, attribute, _ in patches]
     for (target, attribute, plain), original in zip(patches, originals):
       setattr(target, attribute, plain(original))
     try:
-      trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
-      step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps,
+      trainer = train.Trainer(variant.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
+      step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, variant,
                                    hps.vocab_size)
       iterator = iter(tf.data.Dataset.from_generator(lambda: batches, output_signature=spec)
                       .repeat())

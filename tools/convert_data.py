@@ -1,7 +1,16 @@
-"""Converts examples between the chunked .bin format and JSON Lines.
+"""Converts examples between the data formats (pointer_gen.data_formats: chunked .bin, JSON
+Lines, TFRecord).
 
   python tools/convert_data.py --input=data/train.jsonl --output=data/chunked --to=bin
   python tools/convert_data.py --input='data/chunked/val_*.bin' --output=val.jsonl --to=jsonl
+  python tools/convert_data.py --input='data/chunked/val_*.bin' --output=val.tfrecord \
+      --to=tfrecord
+
+The article and abstract sentences are written as read: a .bin converted to TFRecord holds the
+same strings, tokens already, as its tf.train.Examples. Raw text (JSONL) written into a
+pre-tokenised format (.bin, TFRecord) stays raw text, which a run reads with --tokenizer and
+--lowercase: give the ones the JSONL is read with for the same tokens (tools/make_datafiles.py
+tokenises raw text as the original's data was).
 """
 
 import glob
@@ -11,17 +20,18 @@ import sys
 from absl import app
 from absl import flags
 
+from pointer_gen import data_formats
 from pointer_gen import records
 from pointer_gen.errors import DataError
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("input", "", "Glob of the .bin or JSONL files to convert.")
-flags.DEFINE_string("output", "",
-                    "--to=bin: directory for the chunked files; --to=jsonl: the .jsonl file.")
-flags.DEFINE_enum("to", None, records.FORMATS, "Output format.")
+flags.DEFINE_string("input", "", "Glob of the files to convert (any format).")
+flags.DEFINE_string("output", "", "--to=bin: directory for the chunked files; --to=jsonl or "
+                    "--to=tfrecord: the file.")
+flags.DEFINE_enum("to", None, data_formats.NAMES, "Output format.")
 flags.DEFINE_string("split", "train", "--to=bin: chunk file prefix, as in train_000.bin.")
 flags.DEFINE_integer("chunk_size", 1000, "--to=bin: records per chunk file.", lower_bound=1)
-flags.DEFINE_enum("data_format", "auto", ("auto",) + records.FORMATS,
+flags.DEFINE_enum("data_format", "auto", ("auto",) + data_formats.NAMES,
                   "Format of the input files; auto goes by the file extension.")
 flags.DEFINE_string("article_key", records.ARTICLE_KEY, "JSONL input: the field holding the "
                     "article.")
@@ -31,17 +41,18 @@ flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL input: 
 flags.mark_flag_as_required("to")
 
 
-def _check_no_old_chunks(out_dir, split):
+def _check_no_old_chunks(out_dir, split, extension):
   # Old chunks beyond the new last one would be picked up by a later --data_path glob; they
   # could also be the very inputs being read.
-  old = sorted(glob.glob(os.path.join(glob.escape(out_dir), f"{glob.escape(split)}_*.bin")))
+  pattern = f"{glob.escape(split)}_*{extension}"
+  old = sorted(glob.glob(os.path.join(glob.escape(out_dir), pattern)))
   if old:
-    raise DataError(f"--output={out_dir} already holds {len(old)} {split}_*.bin files "
+    raise DataError(f"--output={out_dir} already holds {len(old)} {split}_*{extension} files "
                     f"(e.g. {old[0]}); remove them or choose another directory")
 
 
 class _Counted:
-  """Passes records through and counts them, since write_chunked only returns paths."""
+  """Passes records through and counts them, since write_chunks only returns paths."""
 
   def __init__(self, recs):
     self._recs = recs
@@ -54,16 +65,17 @@ class _Counted:
 
 
 def _write(recs, to, output, split, chunk_size):
-  """Writes the records; returns (record count, paths written)."""
+  """Writes the records in the format `to`; returns (record count, paths written)."""
+  data_format = data_formats.get(to)
   counted = _Counted(recs)
-  if to == "bin":
-    _check_no_old_chunks(output, split)
-    paths = records.write_chunked(counted, output, split, chunk_size)
+  if data_format.chunked:
+    _check_no_old_chunks(output, split, data_format.extensions[0])
+    paths = data_format.write_chunks(counted, output, split, chunk_size)
   else:
     parent = os.path.dirname(output)
     if parent:
       os.makedirs(parent, exist_ok=True)
-    records.write_jsonl(output, counted)
+    data_format.write(output, counted)
     paths = [output]
   return counted.count, paths
 
@@ -80,7 +92,7 @@ def convert(input_glob, output, to, split, chunk_size, data_format,
     raise DataError("--output is required")
   paths = records.expand_glob(input_glob, "--input")
   skips = records.SkipCounter()
-  recs = records.read_records(paths, data_format, skips, article_key, abstract_key)
+  recs = data_formats.read_records(paths, data_format, skips, article_key, abstract_key)
   count, written = _write(recs, to, output, split, chunk_size)
   print(f"Read {len(paths)} files; {skips.summary()}")
   print(f"Wrote {count} records to {len(written)} {to} files: {_describe(written)}")

@@ -42,6 +42,8 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from pointer_gen import bin_format
+from pointer_gen import jsonl_format
 from pointer_gen import records
 from pointer_gen import text
 from pointer_gen import vocab
@@ -356,7 +358,8 @@ def _concatenate(paths, out_path):
 def write_split(recs, staging, split, chunk_size):
   """Writes `{split}.bin` and `chunked/{split}_NNN.bin` into `staging`; returns their paths
   relative to it."""
-  chunks = records.write_chunked(recs, os.path.join(staging, "chunked"), split, chunk_size)
+  chunks = bin_format.BIN.write_chunks(recs, os.path.join(staging, "chunked"), split,
+                                       chunk_size)
   _concatenate(chunks, os.path.join(staging, f"{split}.bin"))
   return [f"{split}.bin"] + [os.path.join("chunked", os.path.basename(p)) for p in chunks]
 
@@ -408,11 +411,11 @@ def jsonl_sources(globs, skips, article_key, abstract_key):
   sources = []
   for split, pattern in globs.items():
     paths = records.expand_glob(pattern, f"--{split}_jsonl")
-    keys = [records.summary_key(p, article_key, abstract_key, (HF_ABSTRACT_KEY,))
+    keys = [jsonl_format.summary_key(p, article_key, abstract_key, (HF_ABSTRACT_KEY,))
             for p in paths]
     recs = (r for p, key in zip(paths, keys)
-            for r in records.read_jsonl(p, skips, article_key, key))
-    total = sum(records.count_records(p, "jsonl") for p in paths)
+            for r in jsonl_format.JSONL.read(p, skips, article_key, key))
+    total = sum(jsonl_format.JSONL.count(p) for p in paths)
     sources.append(Source(split, total, (jsonl_story(r) for r in recs),
                           f"--{split}_jsonl={pattern}", skips))
   return sources

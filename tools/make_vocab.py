@@ -1,4 +1,5 @@
-"""Builds a vocab file (`word count` lines, most frequent first) from .bin or JSONL data.
+"""Builds a vocab file (`word count` lines, most frequent first) from data in any format
+(.bin, JSONL, TFRecord: pointer_gen.data_formats).
 
   python tools/make_vocab.py --data_path='data/train_*.bin' --output=data/vocab
 
@@ -11,14 +12,16 @@ import sys
 from absl import app
 from absl import flags
 
+from pointer_gen import data_formats
 from pointer_gen import records
 from pointer_gen import text
 from pointer_gen import vocab
 from pointer_gen.errors import DataError
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data_path", "", "Glob of the .bin or JSONL files to count words in.")
-flags.DEFINE_enum("data_format", "auto", ("auto",) + records.FORMATS,
+flags.DEFINE_string("data_path", "", "Glob of the data files (.bin, JSONL, TFRecord) to count "
+                    "words in.")
+flags.DEFINE_enum("data_format", "auto", ("auto",) + data_formats.NAMES,
                   "Format of the input files; auto goes by the file extension.")
 flags.DEFINE_string("output", "", "Path of the vocab file to write.")
 flags.DEFINE_integer("max_size", 200000, "Most words to write (0 = all).", lower_bound=0)
@@ -68,7 +71,7 @@ def make_vocab(data_path, data_format, output, max_size, tokenizer, lowercase,
   paths = records.expand_glob(data_path, "--data_path")
   skips = records.SkipCounter()
   counter = {"records": 0}
-  texts = _texts(records.read_records(paths, data_format, skips, article_key, abstract_key),
+  texts = _texts(data_formats.read_records(paths, data_format, skips, article_key, abstract_key),
                  counter)
   counts = vocab.count_words(_token_batches(texts, tokenizer, lowercase))
   if not counter["records"]:

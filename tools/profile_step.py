@@ -43,6 +43,7 @@ import numpy as np
 import tensorflow as tf
 
 import benchmark  # tools/, next to this script: its configurations, batches and data flags
+from pointer_gen import attention
 from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import environment
@@ -247,9 +248,11 @@ def profile_decode(hps, logdir):
                     min_dec_steps=3 if FLAGS.tiny else 35)
   vocab = vocab_lib.Vocab([f"w{i}" for i in range(hps.vocab_size - 4)])
   model = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab).model
-  settings = search_lib.Settings.from_hparams(hps, compiled_attention=True)
-  decoder = continuous_batching.SlotDecoder(model, strategies.make(hps, settings), FLAGS.slots,
-                                            hps.max_enc_steps)
+  settings = search_lib.Settings.from_hparams(hps)
+  decoder = continuous_batching.SlotDecoder(
+      model, strategies.make(hps, settings, attention.SearchAttention.of(
+          hps.replace(compiled_attention=True), "decode")),
+      FLAGS.slots, hps.max_enc_steps)
   articles = synthetic_articles(FLAGS.slots, hps.max_enc_steps, hps.vocab_size,
                                 np.random.default_rng(0))
   slots = np.arange(FLAGS.slots, dtype=np.int32)

@@ -1,0 +1,85 @@
+"""The original's chunked `.bin` format: records of an 8-byte little-endian signed length
+followed by that many bytes of a serialized `tf.train.Example` with `article` and `abstract`
+bytes features (records.parse_example), text already tokenised. It has no checksums: broken
+framing is an error, a damaged payload a skipped record."""
+
+import os
+import struct
+
+from pointer_gen import files
+from pointer_gen import records
+from pointer_gen.errors import DataError
+
+_LENGTH = struct.Struct("<q")
+
+
+def _frames(f, path, read_payload):
+  """Walks the length prefixes of an open .bin file, yielding (index, payload or None)."""
+  size = os.fstat(f.fileno()).st_size
+  index = 0
+  while True:
+    offset = f.tell()
+    prefix = f.read(_LENGTH.size)
+    if not prefix:
+      return
+    where = f"{path}: record {index} at byte {offset}"
+    if len(prefix) < _LENGTH.size:
+      raise DataError(f"{where}: truncated length prefix ({len(prefix)} of {_LENGTH.size} "
+                      f"bytes at the end of the file)")
+    (length,) = _LENGTH.unpack(prefix)
+    left = size - offset - _LENGTH.size
+    if length < 0:
+      raise DataError(f"{where}: negative record length {length} (not a .bin file?)")
+    if length > left:
+      raise DataError(f"{where}: record length {length} but only {left} bytes left in the "
+                      f"file (truncated file, or not a .bin file?)")
+    if read_payload:
+      yield index, f.read(length)
+    else:
+      f.seek(length, os.SEEK_CUR)
+      yield index, None
+    index += 1
+
+
+
+class BinFormat(records.DataFormat):
+  """The original's `.bin` (chunked by the converters, as its `finished_files/chunked`)."""
+
+  name = "bin"
+  label = ".bin"
+  extensions = (".bin",)
+  pretokenized = True
+  original = True
+  chunked = True
+
+  def read(self, path, skips, article_key=records.ARTICLE_KEY,
+           abstract_key=records.DEFAULT_ABSTRACT_KEY):
+    """Yields the usable records of a .bin file; broken framing raises DataError. The features
+    are always `article` and `abstract`."""
+    del article_key, abstract_key
+    with open(path, "rb") as f:
+      for index, payload in _frames(f, path, read_payload=True):
+        try:
+          article, sentences = records.parse_example(payload)
+        except records.Skip as s:
+          skips.skip(path, index, s.reason, s.detail)
+          continue
+        yield records.Record(article, sentences, path, index)
+
+  def count(self, path):
+    """The records of a .bin file, checking only the length prefixes."""
+    with open(path, "rb") as f:
+      return sum(1 for _ in _frames(f, path, read_payload=False))
+
+  def write(self, path, recs):
+    count = 0
+    with files.atomic_file(path, "wb") as f:
+      for record in recs:
+        payload = records.serialize_example(record)
+        f.write(_LENGTH.pack(len(payload)))
+        f.write(payload)
+        count += 1
+    return count
+
+
+BIN = BinFormat()

@@ -1,0 +1,178 @@
+"""JSON Lines: one object per line with `article` and `abstract_sentences` (or `abstract`), raw
+text. Other field names (Hugging Face's `highlights`, `document`, `summary`, ...) are chosen with
+`article_key` and `abstract_key` (the --article_key and --abstract_key flags)."""
+
+import json
+
+from pointer_gen import files
+from pointer_gen import records
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+
+
+def _json_object(raw, index):
+  # A BOM is how some editors start a UTF-8 file; json.loads would reject it.
+  encoding = "utf-8-sig" if index == 0 else "utf-8"
+  try:
+    line = raw.decode(encoding)
+  except UnicodeDecodeError as e:
+    raise records.Skip("invalid UTF-8", f"line {index + 1}, byte {e.start}: {e.reason}") from e
+  try:
+    obj = json.loads(line)
+  # Besides JSONDecodeError (a ValueError), json.loads raises a plain ValueError for integers
+  # over Python's digit limit and RecursionError for deeply nested arrays or objects.
+  except (ValueError, RecursionError) as e:
+    raise records.Skip("invalid JSON", f"line {index + 1}: {e}") from e
+  if not isinstance(obj, dict):
+    raise records.Skip("not a JSON object", f"line {index + 1}: got {type(obj).__name__}")
+  return obj
+
+
+def _json_abstract(obj, index, abstract_key=records.DEFAULT_ABSTRACT_KEY):
+  if abstract_key:
+    return _named_abstract(obj, index, abstract_key)
+  if "abstract_sentences" in obj:
+    sentences = obj["abstract_sentences"]
+    if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
+      raise records.Skip("wrong type for 'abstract_sentences'",
+                         f"line {index + 1}: expected a list of strings")
+    return sentences
+  if "abstract" not in obj:
+    raise records.Skip("missing field 'abstract_sentences' or 'abstract'", f"line {index + 1}")
+  abstract = obj["abstract"]
+  if not isinstance(abstract, str):
+    raise records.Skip("wrong type for 'abstract'",
+                       f"line {index + 1}: expected a string, got {type(abstract).__name__}")
+  return _abstract_string(abstract)
+
+
+def _named_abstract(obj, index, key):
+  """The abstract in the field `key`: a list of sentences, or a string as `abstract`."""
+  if key not in obj:
+    raise records.Skip(f"missing field '{key}'", f"line {index + 1}")
+  value = obj[key]
+  if isinstance(value, list) and all(isinstance(s, str) for s in value):
+    return value
+  if not isinstance(value, str):
+    raise records.Skip(f"wrong type for '{key}'", f"line {index + 1}: expected a string or a "
+                       f"list of strings, got {type(value).__name__}")
+  return _abstract_string(value)
+
+
+def _abstract_string(abstract):
+  if vocab_lib.SENTENCE_START in abstract:
+    return records.abstract_to_sentences(abstract)
+  return [abstract]
+
+
+def _parse_json_line(raw, index, article_key=records.ARTICLE_KEY,
+                     abstract_key=records.DEFAULT_ABSTRACT_KEY):
+  obj = _json_object(raw, index)
+  if article_key not in obj:
+    raise records.Skip(f"missing field '{article_key}'", f"line {index + 1}")
+  article = obj[article_key]
+  if not isinstance(article, str):
+    raise records.Skip(f"wrong type for '{article_key}'",
+                       f"line {index + 1}: expected a string, got {type(article).__name__}")
+  sentences = _json_abstract(obj, index, abstract_key)
+  records.check_article(article)
+  for text in [article, *sentences]:
+    _check_encodable(text, index)
+  return article, sentences
+
+
+def _check_encodable(text, index):
+  # JSON escapes can spell lone surrogates (\ud800), which no UTF-8 string tensor can hold.
+  try:
+    text.encode("utf-8")
+  except UnicodeEncodeError as e:
+    raise records.Skip("invalid UTF-8", f"line {index + 1}: lone surrogate escape "
+                       f"\\u{ord(e.object[e.start]):04x}") from e
+
+
+def _first_object(path):
+  """(line index, object) of the first line of a JSONL file that holds a JSON object, or None."""
+  with open(path, "rb") as f:
+    for index, raw in enumerate(f):
+      try:
+        obj = json.loads(raw.decode("utf-8-sig"))
+      except (ValueError, RecursionError):  # blank, broken or not UTF-8: the reader skips it
+        continue
+      if isinstance(obj, dict):
+        return index, obj
+  return None
+
+
+def summary_key(path, article_key=records.ARTICLE_KEY,
+                abstract_key=records.DEFAULT_ABSTRACT_KEY, other_abstract_keys=()):
+  """The abstract_key to read a JSONL file with, from its first record (a file's records share
+  their fields, and a file whose first record lacks one would be skipped whole, a record at a
+  time): the one given, or without one the default (abstract_sentences, else abstract), else the
+  first of `other_abstract_keys` the record has. A first record without the article field or the
+  summary field is a DataError naming the fields it has and the flag to give."""
+  first = _first_object(path)
+  if first is None:
+    return abstract_key  # no record to go by: each line is skipped and counted
+  index, obj = first
+  where = f"{path}: line {index + 1} has the fields {', '.join(sorted(obj)) or '(none)'}"
+  if article_key not in obj:
+    raise DataError(f"{where}, no --article_key={article_key}: give the field of the article")
+  if abstract_key:
+    if abstract_key not in obj:
+      raise DataError(f"{where}, no --abstract_key={abstract_key}: give the field of the summary")
+    return abstract_key
+  if "abstract_sentences" in obj or "abstract" in obj:
+    return abstract_key
+  for key in other_abstract_keys:
+    if key in obj:
+      return key
+  *keys, last = ("abstract_sentences", "abstract", *other_abstract_keys)
+  known = f"{', '.join(keys)} or {last}"
+  raise DataError(f"{where}, none of {known}: give the field of the summary with --abstract_key")
+
+
+class JsonlFormat(records.DataFormat):
+  """JSON Lines; blank lines are ignored, a bad line is one skipped record."""
+
+  name = "jsonl"
+  label = "JSONL"
+  extensions = (".jsonl", ".jl", ".json")
+  pretokenized = False
+
+  def read(self, path, skips, article_key=records.ARTICLE_KEY,
+           abstract_key=records.DEFAULT_ABSTRACT_KEY):
+    # Binary mode: only b"\n" ends a line, and one bad byte costs one record, not the file.
+    with open(path, "rb") as f:
+      for index, raw in enumerate(f):
+        if not raw.strip():
+          continue
+        try:
+          article, sentences = _parse_json_line(raw, index, article_key, abstract_key)
+        except records.Skip as s:
+          skips.skip(path, index, s.reason, s.detail)
+          continue
+        yield records.Record(article, sentences, path, index)
+
+  def count(self, path):
+    """The non-blank lines."""
+    with open(path, "rb") as f:
+      return sum(1 for line in f if line.strip())
+
+  def write(self, path, recs):
+    count = 0
+    with files.atomic_file(path, "wb") as f:
+      for record in recs:
+        obj = {
+            "article": record.article,
+            "abstract": " ".join(record.abstract_sentences),
+            "abstract_sentences": list(record.abstract_sentences),
+        }
+        f.write(json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n")
+        count += 1
+    return count
+
+  def check_fields(self, path, article_key, abstract_key):
+    summary_key(path, article_key, abstract_key)
+
+
+JSONL = JsonlFormat()
