@@ -48,6 +48,8 @@ Training:
 Decoding and serving:
   search               the search's contract: settings, state, what a strategy implements
   beam_search          the original's beam search, compiled: many articles x beams a step
+  greedy_search        greedy decoding: the most probable token a step, one row an article
+  strategies           `--search`: the strategies by name; their settings written out
   continuous_batching  single-pass decode's slots, each taking the next article when done
   decode               `--mode=decode`: single-pass with ROUGE, or endless with attention
   attention_view       a summary's attention as decode's JSON record and as a picture

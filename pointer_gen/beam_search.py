@@ -16,6 +16,7 @@ same steps also run continuous batching (continuous_batching.py), where articles
 different steps.
 """
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import tensorflow as tf
@@ -229,25 +230,57 @@ class Visit(NamedTuple):
   done_count: tf.Tensor  # results up to and including each candidate
 
 
-def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings, attention=None):
-  """Decodes a batch of N articles with search.Settings `settings` and `attention` (an
-  attention.SearchAttention, see search.Strategy).
+@dataclasses.dataclass(frozen=True)
+class BeamSettings(search_lib.StrategySettings):
+  """Beam search's own settings, each named as its flag. block_ngram_repeat=n > 0 forbids a
+  hypothesis to repeat one of its n-grams and length_penalty_alpha ranks by GNMT's length
+  penalty: extras, off by default, so that summaries are the original's."""
+  beam_size: int
+  block_ngram_repeat: int = 0
+  length_penalty_alpha: float | None = None
+
+  def written(self, constants=False):
+    alpha = self.length_penalty_alpha
+    if not constants:
+      return dataclasses.asdict(self)
+    return {"beam_size": self.beam_size, "block_ngram_repeat": self.block_ngram_repeat,
+            # Named so that "off" needs no sentinel value: the original ranks by average
+            # log-prob.
+            "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
+            "length_penalty_alpha": 0.0 if alpha is None else float(alpha)}
+
+  def dir_name(self, name):
+    return f"{self.beam_size}{name}"
+
+  def dir_suffix(self):
+    suffix = f"_block{self.block_ngram_repeat}gram" if self.block_ngram_repeat else ""
+    if self.length_penalty_alpha is not None:
+      suffix += f"_lp{self.length_penalty_alpha:g}"
+    return suffix
+
+
+def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings, options,
+                attention=None):
+  """Decodes a batch of N articles with search.Settings `settings`, BeamSettings `options` and
+  `attention` (an attention.SearchAttention, see search.Strategy).
 
   enc_input, enc_input_ext [N, L] int32; enc_len [N]; max_oovs: scalar, the widest OOV list.
   Returns the winners (search's contract): tokens [N, max_dec_steps], length [N], score [N]
   (average log-probability with the [START] token counted, as the original), log_prob [N],
   p_gens [N, max_dec_steps] and, if settings.keep_attention, attn [N, max_dec_steps, L].
   """
-  return BeamSearch(settings, attention).search(model, enc_input, enc_len, enc_input_ext,
-                                                max_oovs)
+  return BeamSearch(settings, options, attention).search(model, enc_input, enc_len,
+                                                        enc_input_ext, max_oovs)
 
 
 class BeamSearch(search_lib.Strategy):
   """The original's beam search as a search strategy: beam_size rows per article."""
 
+  Options = BeamSettings
+
   @property
   def rows(self):
-    return self.settings.beam_size
+    return self.options.beam_size
 
   def initial(self, decoder_state, articles, length, step=0):
     k, steps = self.rows, self.settings.max_dec_steps
@@ -273,7 +306,7 @@ class BeamSearch(search_lib.Strategy):
   def finished(self, state):
     """Ended at max_dec_steps or with beam_size results."""
     return ((state.step >= self.settings.max_dec_steps)
-            | (state.hypotheses.num_done >= self.settings.beam_size))
+            | (state.hypotheses.num_done >= self.options.beam_size))
 
   def advance(self, model, memory, state, max_oovs):
     """One decoder step of every article whose search has not ended; the others stay as they are.
@@ -318,16 +351,16 @@ class BeamSearch(search_lib.Strategy):
 
   def _candidates(self, vocab_logits, attn, p_gen, memory, state, max_oovs):
     """_propose's Candidates and Outputs from the decoder step's."""
-    k, settings = self.rows, self.settings
+    k, settings, options = self.rows, self.settings, self.options
     live, step = state.hypotheses.live, state.step
     articles = tf.shape(step)[0]
-    if settings.block_ngram_repeat:
+    if options.block_ngram_repeat:
       # Blocking zeroes ids anywhere in the distribution: it needs the whole of it.
       vocab_probs = tf.nn.softmax(vocab_logits)  # [N*K, V]
       dist = vocab_probs if p_gen is None else layers.final_distribution(
           vocab_probs, attn, p_gen, memory["ext_ids"], max_oovs)  # [N*K, V(+N)]
       dist = _block_repeats(dist, _merge(live.tokens), tf.repeat(step, k),
-                            settings.block_ngram_repeat)
+                            options.block_ngram_repeat)
       top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
     else:
       top_probs, top_ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory,
@@ -341,7 +374,7 @@ class BeamSearch(search_lib.Strategy):
     proposed = (step > 0)[:, None] | (tf.range(k) == 0)[None, :]  # [N, K]
     proposed = tf.broadcast_to(proposed[:, :, None], tf.shape(log_prob))  # [N, K, 2K]
     score = tf.where(proposed,
-                     _score(log_prob, step[:, None, None] + 2, settings.length_penalty_alpha),
+                     _score(log_prob, step[:, None, None] + 2, options.length_penalty_alpha),
                      float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
     outputs = Outputs(tf.one_hot(step, settings.max_dec_steps, dtype=dtype)[:, None, :],
                       _split(p_gen, articles, k), _split(attn, articles, k))
@@ -418,7 +451,7 @@ class BeamSearch(search_lib.Strategy):
     beam = state.hypotheses
     has_done = beam.num_done > 0  # [N]
     live_score = _score(beam.live.log_prob, state.step[:, None] + 1,
-                        self.settings.length_penalty_alpha)  # [N, K]
+                        self.options.length_penalty_alpha)  # [N, K]
     score = tf.where(has_done[:, None], beam.done_score, live_score)  # [N, K]
     # Live hypotheses are already in visiting (best-first) order; results are not.
     best = tf.argmax(score, axis=1, output_type=tf.int32)  # [N]; ties: the first

@@ -10,6 +10,8 @@ from pointer_gen import data_formats
 from pointer_gen.errors import DataError
 from pointer_gen.precision import PRECISIONS
 from pointer_gen.search import FIRST_STEP_CONTEXTS
+from pointer_gen.strategies import STRATEGIES
+from pointer_gen.strategies import strategy_class
 from pointer_gen.text import TOKENIZERS
 
 MODES = ("train", "eval", "decode", "export")
@@ -57,6 +59,11 @@ def define_flags():
   f.DEFINE_integer("batch_size", 16, "Minibatch size (per replica).")
   f.DEFINE_integer("max_enc_steps", 400, "Max article tokens (longer articles are truncated).")
   f.DEFINE_integer("max_dec_steps", 100, "Max summary tokens (decoder steps).")
+  f.DEFINE_enum("search", "beam", list(STRATEGIES), "The search strategy of decode (single-pass "
+                "and continuous), export and eval's samples. beam: the original's beam search "
+                "(--beam_size, --block_ngram_repeat, --length_penalty_alpha); greedy: the most "
+                "probable token at each step, the beam search's summaries at --beam_size=1 "
+                "(the beam search's flags are refused with it).")
   f.DEFINE_integer("beam_size", 4, "Beam size for beam-search decoding.")
   f.DEFINE_integer("min_dec_steps", 35, "Minimum generated length in beam search.")
   f.DEFINE_integer("vocab_size", 50000, "Vocab entries read from the file, the 4 specials "
@@ -203,6 +210,7 @@ class HParams:
   batch_size: int = 16
   max_enc_steps: int = 400
   max_dec_steps: int = 100
+  search: str = "beam"
   beam_size: int = 4
   min_dec_steps: int = 35
   vocab_size: int = 50000
@@ -280,6 +288,7 @@ class HParams:
     if self.mode not in ("train", "eval") and not 0 <= self.min_dec_steps <= self.max_dec_steps:
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
                       f"--max_dec_steps={self.max_dec_steps}")
+    strategy_class(self.search)  # a DataError naming --search if no strategy has that name
     if self.first_step_context not in FIRST_STEP_CONTEXTS:
       raise DataError(f"--first_step_context={self.first_step_context}: expected one of "
                       f"{', '.join(FIRST_STEP_CONTEXTS)}")

@@ -2,7 +2,7 @@
 article, where a slot whose search has ended takes the next article at once instead of the whole
 batch waiting for its slowest article.
 
-It runs any search strategy (search.py; the beam search by default). Every slot keeps its own
+It runs any search strategy (search.py; strategies.py names them). Every slot keeps its own
 step counter and hypotheses (the strategy's per-article search state), and each step is the
 strategy's `advance`, the same code as the one-batch search: an article's summary is the one it
 gets decoded alone. Memory (encoder states, features, mask, extended ids) lives in variables of
@@ -20,23 +20,20 @@ import itertools
 import numpy as np
 import tensorflow as tf
 
-from pointer_gen import beam_search
-from pointer_gen import precision
 from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
 
 
 class SlotDecoder:
   """Decodes a stream of articles with `num_slots` searches side by side, each a search of
-  `strategy` (a search.Strategy class) with search.Settings `settings` and `attention` (an
-  attention.SearchAttention, see search.Strategy)."""
+  `strategy` (a search.Strategy, with its search.Settings and its attention, an
+  attention.SearchAttention)."""
 
-  def __init__(self, model, settings, num_slots, max_enc_steps,
-               strategy=beam_search.BeamSearch, attention=None):
+  def __init__(self, model, strategy, num_slots, max_enc_steps):
+    settings = strategy.settings
     if settings.keep_attention:
       raise ValueError("continuous batching does not keep attention distributions")
-    self.model, self.settings = model, settings
-    self.strategy = strategy(settings, attention)
+    self.model, self.settings, self.strategy = model, settings, strategy
     self.num_slots, self.width = num_slots, max_enc_steps
     k = self.strategy.rows
     rows = num_slots * k
@@ -61,10 +58,11 @@ class SlotDecoder:
     for name in ("copy_segment", "article_ids"):
       self.memory[name] = tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32),
                                       trainable=False)
-    zeros = lambda width: tf.zeros([rows, width], dtype)
-    # c, h and context in the compute dtype; the coverage is float32 in every --precision.
-    state = (zeros(hidden), zeros(hidden), zeros(2 * hidden),
-             tf.zeros([rows, max_enc_steps], precision.OUTPUT_DTYPE))
+    # The decoder state as the model's cell says it is; the parts that span the memory's
+    # positions are padded to max_enc_steps when an article is encoded.
+    self._spans_memory = tuple(spec.shape[1] is None for spec in model.cell.state_spec())
+    state = tuple(tf.zeros([rows] + spec.shape[1:].as_list(), spec.dtype)
+                  for spec in model.cell.state_spec(max_enc_steps))
     # Empty slots stand at max_dec_steps: ended searches, which `advance` leaves alone.
     self._empty = self.strategy.initial(state, num_slots, max_enc_steps,
                                         step=settings.max_dec_steps)
@@ -98,13 +96,13 @@ class SlotDecoder:
       padding = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(value) - 2, 2], tf.int32)], 0)
       return tf.pad(value, padding)
 
-    c, h, context, coverage = state
     memory = search_lib.memory_layout({name: padded(value) for name, value in memory.items()},
                                       self.strategy.attention.steps)
     # Of the padded ids, as the attention spans max_enc_steps positions (those past an
     # article's end, id 0, get no attention).
     memory.update(search_lib.copy_index(memory["ext_ids"]))
-    return memory, (c, h, context, padded(coverage))
+    return memory, tuple(padded(part) if spans else part
+                         for part, spans in zip(state, self._spans_memory))
 
   def _admit_articles(self, search, slots, picks, encoded):
     """Starts the searches of the encoded articles `picks` [A] (rows of `encoded`, from

@@ -1,4 +1,4 @@
-"""`--mode=decode`: beam search over articles; single-pass evaluation runs with ROUGE and
+"""`--mode=decode`: the search (--search) over articles; single-pass evaluation runs with ROUGE and
 repetition figures, or the original's endless logging of random examples with attention JSON."""
 
 import itertools
@@ -13,7 +13,6 @@ import tensorflow as tf
 
 from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
-from pointer_gen import beam_search
 from pointer_gen import checkpoints
 from pointer_gen import continuous_batching
 from pointer_gen import data
@@ -24,6 +23,7 @@ from pointer_gen import model as model_lib
 from pointer_gen import records
 from pointer_gen import search as search_lib
 from pointer_gen import stopping
+from pointer_gen import strategies
 from pointer_gen import tensorboard_log
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
@@ -32,14 +32,29 @@ from pointer_gen.errors import make_output_dir
 
 RELOAD_SECS = 60
 _PER_EXAMPLE = "per_example.jsonl"
+# The order of metrics.json's "flags": the search's settings (strategies.written) stand where a
+# beam decode's file has always had them, so that it stays the same byte for byte; a strategy's
+# own setting not named here comes last.
+_FLAGS_ORDER = (
+    "data_path", "search", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
+    "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat", "length_penalty_alpha",
+    "precision", "first_step_context")
+# metrics.json's other "flags": the run's settings as used (from run_config.json when not
+# given).
+_RUN_FLAGS = (
+    "data_path", "max_enc_steps", "pointer_gen", "coverage", "rouge_tokenizer", "precision",
+    "compiled_attention", "attention_implementation", "vocab_path", "vocab_size", "hidden_dim",
+    "emb_dim", "tokenizer", "lowercase", "raw_tokenizer", "raw_lowercase", "data_format",
+    "article_key", "abstract_key")
 
 
 def decode_dir_name(hps, ckpt_path):
   """The original's directory name, e.g. decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-5,
   with the data's format after the split when it is not the original's .bin (a test set as
-  .bin and as raw JSONL are two data sets) and a suffix for each search option off the
-  original's default, so that decoding one checkpoint both ways gives two directories instead of
-  a refusal to overwrite the first."""
+  .bin and as raw JSONL are two data sets) and the search's settings as strategies.dir_name
+  writes them (another strategy's name for `4beam`, a suffix for each search option off the
+  original's default), so that decoding one checkpoint both ways gives two directories instead
+  of a refusal to overwrite the first."""
   base = os.path.basename(hps.data_path)
   split = next((s for s in ("train", "val", "test") if s in base), None)
   if split is None:
@@ -47,23 +62,14 @@ def decode_dir_name(hps, ckpt_path):
   data_format = data_formats.detect(records.expand_glob(hps.data_path)[0], hps.data_format)
   if not data_format.original:
     split += f"_{data_format.name}"
-  extras = ""
-  if hps.first_step_context != "original":
-    extras += f"_{hps.first_step_context}ctx"
-  if hps.block_ngram_repeat:
-    extras += f"_block{hps.block_ngram_repeat}gram"
-  if hps.length_penalty_alpha is not None:
-    extras += f"_lp{hps.length_penalty_alpha:g}"
-  return (f"decode_{split}_{hps.max_enc_steps}maxenc_{hps.beam_size}beam_"
-          f"{hps.min_dec_steps}mindec_{hps.max_dec_steps}maxdec{extras}_"
+  return (f"decode_{split}_{hps.max_enc_steps}maxenc_{strategies.dir_name(hps)}_"
           f"ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
-def make_search(model, settings, strategy=beam_search.BeamSearch, attention=None):
-  """The whole search of a batch of articles (search.Settings `settings`, a search.Strategy
-  class, an attention.SearchAttention) as one compiled function."""
+def make_search(model, searcher):
+  """The whole search of a batch of articles by `searcher` (a search.Strategy, with its
+  attention) as one compiled function."""
   ids = tf.TensorSpec([None, None], tf.int32)
-  searcher = strategy(settings, attention)
 
   @tf.function(autograph=False, input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                 tf.TensorSpec([], tf.int32)])
@@ -74,7 +80,7 @@ def make_search(model, settings, strategy=beam_search.BeamSearch, attention=None
 
 
 def run_search(search, batch):
-  """The beam search's outputs for each article of `batch`, as numpy, one dict an article."""
+  """The search's outputs for each article of `batch`, as numpy, one dict an article."""
   result = search(batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
                   tf.reduce_max(batch["num_oovs"]))
   result = {k: v.numpy() for k, v in result.items()}
@@ -157,11 +163,11 @@ class SinglePassDecoder:
   """Decodes a data set once, in order, into decode_.../{reference,decoded}; resumable.
 
   `run` returns the metrics, or None if Ctrl-C or SIGTERM stopped it first (between batches;
-  each example's files are written whole). strategy: the search (a search.Strategy class).
+  each example's files are written whole). The search is --search's strategy.
   """
 
-  def __init__(self, hps, vocab, model, ckpt_path, strategy=beam_search.BeamSearch):
-    self.hps, self.vocab, self.model, self.strategy = hps, vocab, model, strategy
+  def __init__(self, hps, vocab, model, ckpt_path):
+    self.hps, self.vocab, self.model = hps, vocab, model
     self.dir = os.path.join(hps.run_dir, hps.decode_dir or decode_dir_name(hps, ckpt_path))
     self.step = checkpoints.step_of(ckpt_path) or 0
     self.ref_dir = os.path.join(self.dir, "reference")
@@ -202,8 +208,9 @@ class SinglePassDecoder:
     # search ends (continuous batching), and results come back in data order.
     settings = search_lib.Settings.from_hparams(self.hps)
     decoder = continuous_batching.SlotDecoder(
-        self.model, settings, self.hps.batch_size, self.hps.max_enc_steps, self.strategy,
-        attention_lib.SearchAttention.of(self.hps, "decode"))
+        self.model,
+        strategies.make(self.hps, settings, attention_lib.SearchAttention.of(self.hps, "decode")),
+        self.hps.batch_size, self.hps.max_enc_steps)
     articles = itertools.islice(examples(dataset), max(total - done, 0))
     reads = self.hps.reads
     progress, first_done = Progress(total), done
@@ -270,14 +277,7 @@ class SinglePassDecoder:
         "ngrams": ngrams,
         "p_gen_mean": float(np.mean(p_gen_means)) if self.model.pointer_gen and count else None,
         "skipped_records": dict(skips.counts),
-        "flags": {k: getattr(self.hps, k) for k in (
-            "data_path", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
-            "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat",
-            "length_penalty_alpha", "precision", "first_step_context", "compiled_attention",
-            "attention_implementation",
-            # The run's settings as used (from run_config.json when not given).
-            "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer", "lowercase",
-            "raw_tokenizer", "raw_lowercase", "data_format", "article_key", "abstract_key")},
+        "flags": _flags(self.hps),
     }
     files.write_text_atomic(os.path.join(self.dir, "ROUGE_results.txt"),
                             metrics.rouge_results_text(rouge))
@@ -309,6 +309,14 @@ class SinglePassDecoder:
         break
       articles.append(article)
     return articles
+
+
+def _flags(hps):
+  """metrics.json's "flags": the search's settings and the run's, in _FLAGS_ORDER."""
+  flags = {**{name: getattr(hps, name) for name in _RUN_FLAGS}, **strategies.written(hps)}
+  order = {name: place for place, name in enumerate(_FLAGS_ORDER)}
+  # sorted is stable: the flags not in _FLAGS_ORDER keep their order, after those in it.
+  return dict(sorted(flags.items(), key=lambda item: order.get(item[0], len(order))))
 
 
 def ngram_figures(decoded, references, articles, tokenizer, lowercase):
@@ -367,11 +375,11 @@ def _marked(words, oovs):
 
 class CheckpointFollowingDecoder:
   """The original's non-single-pass decode: random examples forever, newest checkpoint every
-  RELOAD_SECS, a log of each, and the attention-visualisation JSON. strategy: the search (a
-  search.Strategy class)."""
+  RELOAD_SECS, a log of each, and the attention-visualisation JSON. The search is --search's
+  strategy."""
 
-  def __init__(self, hps, vocab, model, ckpt_path, strategy=beam_search.BeamSearch):
-    self.hps, self.vocab, self.model, self.strategy = hps, vocab, model, strategy
+  def __init__(self, hps, vocab, model, ckpt_path):
+    self.hps, self.vocab, self.model = hps, vocab, model
     self.ckpt_path = ckpt_path
     self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
     self.dir = os.path.join(hps.run_dir, "decode")
@@ -388,9 +396,9 @@ class CheckpointFollowingDecoder:
     earlier = self._vis_files()
     index = earlier[-1][0] + 1 if earlier else 0
     source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
-    search = make_search(self.model,
-                         search_lib.Settings.from_hparams(self.hps, keep_attention=True),
-                         self.strategy, attention_lib.SearchAttention.of(self.hps, "view"))
+    search = make_search(self.model, strategies.make(
+        self.hps, search_lib.Settings.from_hparams(self.hps, keep_attention=True),
+        attention_lib.SearchAttention.of(self.hps, "view")))
     last_load = time.time()
     count = 0
     for batch in dataset:
@@ -441,11 +449,11 @@ class CheckpointFollowingDecoder:
       os.remove(os.path.join(self.vis_dir, name))
 
 
-def run(hps, vocab, strategy=beam_search.BeamSearch):
-  """Decodes with the search `strategy` (a search.Strategy class), the beam search by default."""
+def run(hps, vocab):
+  """Decodes with --search's strategy, the beam search by default."""
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   checkpoints.restore_weights(model, ckpt_path)
   decoder_class = SinglePassDecoder if hps.single_pass else CheckpointFollowingDecoder
   with stopping.until_stopped():
-    return decoder_class(hps, vocab, model, ckpt_path, strategy).run()
+    return decoder_class(hps, vocab, model, ckpt_path).run()

@@ -2,7 +2,7 @@
 eval scores, and shown in TensorBoard under the checkpoint's step.
 
 The articles are the first --eval_samples of --data_path, in data order. Each is decoded with
-the decode flags (--beam_size, --min_dec_steps, --max_dec_steps and the search's extras) exactly
+the decode flags (--search and its settings, --min_dec_steps, --max_dec_steps) exactly
 as continuous `--mode=decode` decodes an article: alone, at its own length. A batch of several
 would pad them to the longest, which moves the attention in its last bits and can change the
 beam's choice; alone, each picture shows the very numbers decode writes for that checkpoint and
@@ -30,6 +30,7 @@ from pointer_gen import data
 from pointer_gen import decode
 from pointer_gen import search as search_lib
 from pointer_gen import stopping
+from pointer_gen import strategies
 from pointer_gen import tensorboard_log
 
 ARTICLE_START_TOKENS = 60
@@ -95,9 +96,9 @@ class Samples:
     self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
     self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
                      for e in self.examples]
-    self.search = decode.make_search(
-        model, search_lib.Settings.from_hparams(hps, keep_attention=True),
-        attention=attention_lib.SearchAttention.of(hps, "view"))
+    self.search = decode.make_search(model, strategies.make(
+        hps, search_lib.Settings.from_hparams(hps, keep_attention=True),
+        attention_lib.SearchAttention.of(hps, "view")))
     logging.info("Eval samples: the first %d articles of %s, decoded at each checkpoint.",
                  len(self.batches), hps.data_path)
 

@@ -12,7 +12,8 @@ TF Serving and any TF runtime can run it without this package: tokenisation of r
 training data was prepared (`raw_text`; ptb in RE2 passes of `tf.strings.regex_replace`), of
 only as much of each article as its first max_enc_steps tokens need, the vocab lookup from the
 vocab asset, the per-article OOV list and extended ids (`data.article_features`, as decode
-mode), the compiled beam search with decode mode's settings, and detokenisation. With
+mode), the compiled search (--search: the beam search, or greedy decoding) with decode mode's
+settings, and detokenisation. With
 --export_compiled_attention the attention scores come from decode's XLA kernel instead: faster,
 but only servers that run XLA can serve it.
 
@@ -32,7 +33,7 @@ Signatures:
     (L = the longest article of the request after truncation, at least 1; rows and columns past
     a summary's or an article's end are 0 / "").
   settings         () -> the decode settings recorded at export (also in
-                   assets.extra/pointer_gen_export.json).
+                   assets.extra/pointer_gen_export.json), the strategy as `search`.
 
 Input of any other shape than [B] (a scalar string) is an InvalidArgumentError saying so.
 An article without tokens (empty or whitespace only) gets summary "", no tokens, log_prob 0 and
@@ -50,12 +51,12 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_gen import attention as attention_lib
-from pointer_gen import beam_search
 from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import model as model_lib
 from pointer_gen import raw_text
 from pointer_gen import search as search_lib
+from pointer_gen import strategies
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -163,9 +164,9 @@ class Summarizer(tf.Module):
     # By default each article's encoder memory shared by its hypotheses, the attention scores
     # from core ops, or from decode's XLA kernel with --export_compiled_attention.
     settings = search_lib.Settings.from_hparams(hps, keep_attention=keep_attention)
-    result = beam_search.beam_search(self.model, enc_input, tf.maximum(enc_len, 1),
-                                     enc_input_ext, max_oovs, settings,
-                                     attention_lib.SearchAttention.of(hps, "export"))
+    searcher = strategies.make(hps, settings, attention_lib.SearchAttention.of(hps, "export"))
+    result = searcher.search(self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext,
+                             max_oovs)
 
     ids = result["tokens"]  # [B, T] extended ids, [STOP] included if generated, [PAD] after
     generated = tf.range(hps.max_dec_steps)[None, :] < result["length"][:, None]  # [B, T]
@@ -202,19 +203,11 @@ class Summarizer(tf.Module):
 
 def recorded_settings(hps, vocab_size, ckpt_path, step):
   """The decode settings an export runs with, for the `settings` signature and assets.extra."""
-  alpha = hps.length_penalty_alpha
   raw_tokenizer, raw_lowercase = raw_text.applied(hps)
   return {
       "vocab_size": vocab_size,
       "max_enc_steps": hps.max_enc_steps,
-      "max_dec_steps": hps.max_dec_steps,
-      "min_dec_steps": hps.min_dec_steps,
-      "beam_size": hps.beam_size,
-      "block_ngram_repeat": hps.block_ngram_repeat,
-      # Named so that "off" needs no sentinel value: the original ranks by average log-prob.
-      "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
-      "length_penalty_alpha": 0.0 if alpha is None else float(alpha),
-      "first_step_context": hps.first_step_context,
+      **strategies.written(hps, constants=True),
       # The attention's implementation; compiled_attention: an XLA kernel in it, so the server
       # must run XLA.
       "attention_implementation": attention_lib.chosen(hps, "export").name,

@@ -156,8 +156,9 @@ def compiled_attention_scores(memory_features_t, query_features, v, coverage=Non
   _, scores = tf.while_loop(
       lambda first, _: first < units, add_units,
       (tf.constant(0), tf.zeros([articles, beams, length], memory_features_t.dtype)),
-      # Not [None, beams, None]: with beams=1 and the sizes unknown (a traced search's step-0
-      # attention), a step's broadcast sum has an unknown second dimension.
+      # Not [None, beams, None]: with beams=1 (greedy decoding, --beam_size=1) and the sizes
+      # unknown (a traced search's step-0 attention), a step's broadcast sum has an unknown
+      # second dimension.
       shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None, None])))
   return tf.reshape(scores, [-1, length])  # [N*K, L]
 

@@ -302,6 +302,16 @@ class PointerGeneratorCell(model_config.Configured, keras.layers.Layer):
       coverage = coverage + attn
     return c, h, context, coverage
 
+  def state_spec(self, memory_length=None):
+    """What the decoder state (`call`'s `state`) holds: a tuple of named tf.TensorSpecs
+    [rows, width] (rows None), in its order: c and h [H] and the previous context [2H] in the
+    compute dtype, the coverage [L], one weight per memory position, float32. A part whose width
+    is None with memory_length None spans the memory's positions."""
+    h, dtype = self.hidden_dim, self.compute_dtype
+    return (tf.TensorSpec([None, h], dtype, name="c"), tf.TensorSpec([None, h], dtype, name="h"),
+            tf.TensorSpec([None, 2 * h], dtype, name="context"),
+            tf.TensorSpec([None, memory_length], OUTPUT_DTYPE, name="coverage"))
+
   def vocab_logits(self, outputs, contexts):
     """outputs [..., H], contexts [..., 2H] -> logits over the fixed vocabulary [..., V], in
     float32: the softmax over them runs in float32 in every precision.

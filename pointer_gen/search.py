@@ -3,7 +3,9 @@ and the memory every strategy decodes from.
 
 A strategy searches N articles side by side with `rows` decoder rows per article (beam search:
 its beam_size hypotheses; greedy decoding: 1), all N*rows rows in one decoder call a step. It
-subclasses `Strategy` with its `settings` and implements:
+subclasses `Strategy`, reads the search's `Settings` (every strategy's) and its own `Options`
+(a `StrategySettings`: beam search's beam size, n-gram blocking and length penalty), and
+implements:
 
   rows                      the decoder rows per article, K below
   initial(decoder_state, articles, length, step=0) -> State
@@ -60,19 +62,15 @@ SHARED_MEMORY = ("states", "features")
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """The search's constants, one value from the decode flags (from_hparams) to every search.
+  """The constants of every strategy's search, one value from the decode flags (from_hparams)
+  to every search; a strategy's own are its Options.
 
-  block_ngram_repeat=n > 0 forbids a hypothesis to repeat one of its n-grams,
-  length_penalty_alpha ranks by GNMT's length penalty, and first_step_context="zeros" starts
-  step 0 from training's zero context (see initial_decoder_state); all are extras, off by
-  default, so that summaries are the original's.
+  first_step_context="zeros" starts step 0 from training's zero context (see
+  initial_decoder_state), an extra, off by default, so that summaries are the original's.
   """
-  beam_size: int
   max_dec_steps: int
   min_dec_steps: int
   keep_attention: bool = False
-  block_ngram_repeat: int = 0
-  length_penalty_alpha: float | None = None
   first_step_context: str = "original"
 
   def __post_init__(self):
@@ -84,8 +82,7 @@ class Settings:
   def from_hparams(cls, hps, keep_attention=False):
     """The decode flags of `hps`; keep_attention is the caller's: only the attention views keep
     attention."""
-    return cls(hps.beam_size, hps.max_dec_steps, hps.min_dec_steps, keep_attention,
-               hps.block_ngram_repeat, hps.length_penalty_alpha, hps.first_step_context)
+    return cls(hps.max_dec_steps, hps.min_dec_steps, keep_attention, hps.first_step_context)
 
 
 class State(NamedTuple):
@@ -119,16 +116,59 @@ def hold_ended(old, new, running, rows):
                    lambda n, o: tf.where(expand_to(by_row, o), n, o), new, old)
 
 
+@dataclasses.dataclass(frozen=True)
+class StrategySettings:
+  """A strategy's own settings (its Strategy.Options): a frozen dataclass whose fields are named
+  as the flags (HParams fields) that set them. This one, without any, is greedy decoding's.
+
+  How they are written out is theirs too: `written` for metrics.json and the export's settings,
+  `dir_name` and `dir_suffix` for single-pass decode's directory (strategies.py puts the
+  search's settings together).
+  """
+
+  @classmethod
+  def flags(cls):
+    """The names of the flags that set these settings."""
+    return tuple(field.name for field in dataclasses.fields(cls))
+
+  @classmethod
+  def from_hparams(cls, hps):
+    return cls(**{name: getattr(hps, name) for name in cls.flags()})
+
+  def written(self, constants=False):
+    """{flag name: value} in the fields' order; constants: every value one a tf.constant holds
+    (the export's settings signature), else JSON values."""
+    del constants  # the fields' own values are both
+    return dataclasses.asdict(self)
+
+  def dir_name(self, name):
+    """The strategy (registered as `name`) in single-pass decode's directory name."""
+    return name
+
+  def dir_suffix(self):
+    """What the directory name adds at its end for settings off their defaults."""
+    return ""
+
+
 class Strategy(abc.ABC):
-  """A decoding strategy over the contract above; subclasses set `rows` and implement the
-  abstract steps. `attention` (attention.SearchAttention, default DEFAULT_SEARCH: TensorFlow's
-  ops, the memory per row) computes the attention and decides how the memory is kept."""
+  """A decoding strategy over the contract above; subclasses set `rows` (and `Options`, a
+  StrategySettings class, if the strategy has settings of its own) and implement the abstract
+  steps. `attention` (attention.SearchAttention, default DEFAULT_SEARCH: TensorFlow's ops, the
+  memory per row) computes the attention and decides how the memory is kept."""
 
   rows: int
+  Options = StrategySettings
 
-  def __init__(self, settings, attention=None):
+  def __init__(self, settings, options=None, attention=None):
     self.settings = settings
+    self.options = self.Options() if options is None else options
     self.attention = attention or attention_lib.DEFAULT_SEARCH
+
+  @classmethod
+  def from_hparams(cls, hps, settings, attention=None):
+    """The strategy with search Settings `settings`, its own settings from `hps` and
+    `attention` (an attention.SearchAttention)."""
+    return cls(settings, cls.Options.from_hparams(hps), attention)
 
   @property
   def shares_memory(self):

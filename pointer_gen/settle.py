@@ -21,6 +21,7 @@ from pointer_gen import demo_data
 from pointer_gen import raw_text
 from pointer_gen import records
 from pointer_gen import run_record
+from pointer_gen import strategies
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -31,6 +32,7 @@ def hparams(flag_values):
   it settled, before anything is written."""
   hps = config.HParams.from_flags(flag_values)
   given = config.given_flags(flag_values)
+  strategies.check_flags(hps, given)
   attention.check(hps, given)
   utility = hps.checkpoint_utility
   if utility and hps.mode != "train":

@@ -18,7 +18,7 @@ MODE_GROUPS = (
         "eval_batches_per_checkpoint", "eval_max_checkpoints", "eval_poll_secs",
         "eval_samples")),
     ("Decode (--mode=decode)", (
-        "beam_size", "min_dec_steps", "max_decode_examples", "max_attn_vis_files",
+        "search", "beam_size", "min_dec_steps", "max_decode_examples", "max_attn_vis_files",
         "decode_dir", "first_step_context", "rouge_tokenizer", "block_ngram_repeat",
         "length_penalty_alpha", "compiled_attention")),
     ("Export (--mode=export)", ("export_dir", "export_source", "export_version",

@@ -148,7 +148,7 @@ def _search_step(model, implementation, shape, coverage):
 
   def run(enc_input, enc_len):
     memory, state = search_lib.encode(model, enc_input, enc_len,
-                                      search_lib.Settings(K, T, 0), searched)
+                                      search_lib.Settings(T, 0), searched)
     memory = search_lib.memory_layout(memory, implementation)
     memory, state = search_lib.tile_rows(memory, state, K, implementation.shares_memory)
     # A coverage that differs per row, as the hypotheses' do.

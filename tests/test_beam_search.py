@@ -119,12 +119,13 @@ def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps
   enc_input, enc_len, ext, num_oovs = _articles(5, 9, seed)
   beam, max_steps = 3, 7
   monkeypatch.setattr(_Hyp, "alpha", alpha)
-  settings = search_lib.Settings(beam_size=beam, max_dec_steps=max_steps,
-                                 min_dec_steps=min_steps, block_ngram_repeat=block,
-                                 length_penalty_alpha=alpha)
+  settings = search_lib.Settings(max_dec_steps=max_steps, min_dec_steps=min_steps)
+  options = beam_search.BeamSettings(beam_size=beam, block_ngram_repeat=block,
+                                     length_penalty_alpha=alpha)
   steps = {True: "xla", False: "hand_gradient", "shared": "shared"}[compiled]
   searched = attention.SearchAttention(attention.get(steps), attention.get("hand_gradient"))
-  search = tf.function(lambda *a: beam_search.beam_search(model, *a, settings, searched))
+  search = tf.function(lambda *a: beam_search.beam_search(model, *a, settings, options,
+                                                          searched))
   got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
   finished = 0
   for n in range(len(enc_len)):

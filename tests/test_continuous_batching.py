@@ -9,25 +9,35 @@ from pointer_gen import attention
 from pointer_gen import beam_search
 from pointer_gen import config
 from pointer_gen import continuous_batching
+from pointer_gen import greedy_search
+from pointer_gen import model as model_lib
+from pointer_gen import precision
 from pointer_gen import search as search_lib
+from pointer_gen.model_config import ModelConfig
 
+from test_beam_search import VOCAB
 from test_beam_search import _articles
 from test_beam_search import _random_model
 
 MAX_ENC_STEPS = 9
 
 
-@pytest.mark.parametrize("first_step_context,block,seed,compiled,slots", [
-    ("original", 0, 0, False, 3), ("zeros", 2, 1, False, 3), ("original", 0, 0, True, 5)])
+@pytest.mark.parametrize("first_step_context,block,seed,compiled,slots,greedy", [
+    ("original", 0, 0, False, 3, False), ("zeros", 2, 1, False, 3, False),
+    ("original", 0, 0, True, 5, False), ("original", 0, 2, True, 3, True)])
 def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, block, seed,
-                                                          compiled, slots):
+                                                          compiled, slots, greedy):
+  """greedy: the strategy is greedy decoding (one row per slot), else the beam search."""
   model = _random_model(pointer_gen=True, coverage=True, seed=seed)
   enc_input, enc_len, ext, _ = _articles(10, MAX_ENC_STEPS, seed)
-  settings = search_lib.Settings(beam_size=3, max_dec_steps=8, min_dec_steps=1,
-                                 block_ngram_repeat=block, first_step_context=first_step_context)
+  settings = search_lib.Settings(max_dec_steps=8, min_dec_steps=1,
+                                 first_step_context=first_step_context)
   searched = attention.SearchAttention.of(config.HParams(compiled_attention=compiled), "decode")
-  decoder = continuous_batching.SlotDecoder(model, settings, num_slots=slots,
-                                            max_enc_steps=MAX_ENC_STEPS, attention=searched)
+  strategy = (greedy_search.GreedySearch(settings, attention=searched) if greedy else
+              beam_search.BeamSearch(settings, beam_search.BeamSettings(
+                  beam_size=3, block_ngram_repeat=block), searched))
+  decoder = continuous_batching.SlotDecoder(model, strategy, num_slots=slots,
+                                            max_enc_steps=MAX_ENC_STEPS)
   admitted = []
   admit = decoder._admit
   decoder._admit = lambda search, slots, *args: (admitted.append(list(slots)),
@@ -42,9 +52,10 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
   decoded = list(decoder.decode(examples))
   assert [example["index"] for example, _ in decoded] == list(range(len(examples)))
 
-  ids = tf.TensorSpec([1, None], tf.int32)
-  alone = tf.function(lambda *a: beam_search.beam_search(model, *a, settings),
-                      input_signature=[ids, tf.TensorSpec([1], tf.int32), ids,
+  # One article at a time, of a batch size not known when tracing, as decode's searches are.
+  ids = tf.TensorSpec([None, None], tf.int32)
+  alone = tf.function(lambda *a: strategy.search(model, *a),
+                      input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                        tf.TensorSpec([], tf.int32)])
   steps = []
   for example, result in decoded:
@@ -70,9 +81,34 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
 
 def test_empty_stream_and_attention_are_handled():
   model = _random_model(pointer_gen=True, coverage=False, seed=0)
-  settings = search_lib.Settings(beam_size=2, max_dec_steps=3, min_dec_steps=0)
-  decoder = continuous_batching.SlotDecoder(model, settings, num_slots=2, max_enc_steps=4)
+  beam = beam_search.BeamSettings(beam_size=2)
+  decoder = continuous_batching.SlotDecoder(
+      model, beam_search.BeamSearch(search_lib.Settings(max_dec_steps=3, min_dec_steps=0), beam),
+      num_slots=2, max_enc_steps=4)
   assert list(decoder.decode([])) == []
   with pytest.raises(ValueError, match="does not keep attention"):
-    continuous_batching.SlotDecoder(model, search_lib.Settings(2, 3, 0, keep_attention=True),
-                                    num_slots=2, max_enc_steps=4)
+    continuous_batching.SlotDecoder(
+        model, beam_search.BeamSearch(search_lib.Settings(3, 0, keep_attention=True), beam),
+        num_slots=2, max_enc_steps=4)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_the_cell_says_what_the_decoder_state_holds(policy):
+  """The decoder state continuous batching keeps is the one the cell describes (state_spec),
+  part for part the state the model's encoder gives and the cell's step returns."""
+  model = model_lib.PointerGenerator(ModelConfig(VOCAB, emb_dim=6, hidden_dim=5, coverage=True),
+                                     dtype=precision.policy(policy))
+  model.build_all()
+  enc_input, enc_len, _, _ = _articles(3, MAX_ENC_STEPS, 0)
+  states, features, mask, state = model.encode(enc_input, enc_len)
+  _, stepped = model.cell(model.embedding(enc_input[:, 0]), state, features, states, mask)
+  spec = model.cell.state_spec(MAX_ENC_STEPS)
+  assert [s.name for s in spec] == ["c", "h", "context", "coverage"]
+  for value in (state, stepped):
+    assert [(v.shape.as_list(), v.dtype) for v in value] == [
+        ([3] + s.shape[1:].as_list(), s.dtype) for s in spec]
+  hidden = model.hidden_dim
+  assert [s.shape.as_list() for s in model.cell.state_spec()] == [
+      [None, hidden], [None, hidden], [None, 2 * hidden], [None, None]]
+  assert spec[0].dtype == (tf.bfloat16 if policy == "mixed_bfloat16" else tf.float32)
+  assert spec[3].dtype == tf.float32

@@ -181,6 +181,9 @@ def test_decode_dir_name_follows_the_original(tmp_path):
   assert (decode.decode_dir_name(hps.replace(first_step_context="zeros", block_ngram_repeat=3,
                                              length_penalty_alpha=0.6), "model.ckpt-7")
           == "decode_test_400maxenc_4beam_35mindec_120maxdec_zerosctx_block3gram_lp0.6_ckpt-7")
+  # Another strategy names itself in place of the beam.
+  assert (decode.decode_dir_name(hps.replace(search="greedy"), "model.ckpt-7")
+          == "decode_test_400maxenc_greedy_35mindec_120maxdec_ckpt-7")
   # The same split as raw JSONL is another data set; --data_format decides as it reads.
   (tmp_path / "test.jsonl").write_bytes(b"")
   assert (decode.decode_dir_name(hps.replace(data_path=f"{tmp_path}/test.jsonl"), "ckpt-7")

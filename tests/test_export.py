@@ -219,9 +219,40 @@ def test_attention_signature(exported):
       exported["articles"][0].split()[:width])
 
 
+def test_greedy_export_serves_beam_size_ones_summaries(exported):
+  """--search=greedy in the serving graph: both signatures give --beam_size=1's outputs, and
+  its settings name the strategy, without the beam search's. The functions run in process,
+  without a SavedModel written (test_serving_loaders serves a greedy export)."""
+  hps, vocab = exported["hps"], exported["vocab"]
+  model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+  checkpoints.restore_weights(model, exported["ckpt_path"])
+  vocab_file = str(exported["saved"] / "assets" / export.VOCAB_ASSET)
+  articles = tf.constant(exported["articles"][:4] + [""])
+  served = {}
+  for name, search_hps in (("greedy", hps.replace(search="greedy")),
+                           ("beam", hps.replace(beam_size=1))):
+    settings = export.recorded_settings(search_hps, len(vocab), exported["ckpt_path"], STEP)
+    summarizer = export.Summarizer(model, vocab_file, search_hps, settings)
+    served[name] = ({k: v.numpy() for k, v in summarizer.attention(articles).items()},
+                    {k: v.numpy() for k, v in summarizer.settings().items()})
+  (greedy, greedy_settings), (beam, beam_settings) = served["greedy"], served["beam"]
+  assert sorted(greedy) == sorted(beam)
+  for key, value in beam.items():
+    if value.dtype == object:
+      assert greedy[key].tolist() == value.tolist(), key
+    else:
+      np.testing.assert_allclose(greedy[key], value, rtol=1e-6, atol=1e-6, err_msg=key)
+  assert all(greedy["summary"][:4]) and len(set(greedy["summary"][:4])) > 1
+  assert greedy_settings["search"] == b"greedy" and beam_settings["search"] == b"beam"
+  beam_only = {"beam_size", "block_ngram_repeat", "ranking", "length_penalty_alpha"}
+  assert beam_only <= set(beam_settings) and not beam_only & set(greedy_settings)
+  assert set(greedy_settings) == set(beam_settings) - beam_only
+
+
 def test_settings_and_layout(exported):
   saved = exported["saved"]
-  expected = {"beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12, "max_enc_steps": 60,
+  expected = {"search": "beam", "beam_size": 3, "min_dec_steps": 3, "max_dec_steps": 12,
+              "max_enc_steps": 60,
               "vocab_size": 519, "tokenizer": "whitespace", "lowercase": False,
               # The demo corpus's raw text is its tokens: its vocab's .tokenization.json.
               "raw_tokenizer": "whitespace", "raw_lowercase": False,

@@ -75,8 +75,9 @@ def _decode(model, articles, first_step_context):
   """The fraction of `articles` decoded exactly, and each summary's log-probability."""
   result = beam_search.beam_search(
       model, articles["enc_input"], articles["enc_len"], articles["enc_input_ext"],
-      len(OOV_POSITIONS), search_lib.Settings(beam_size=4, max_dec_steps=6, min_dec_steps=0,
-                                              first_step_context=first_step_context))
+      len(OOV_POSITIONS), search_lib.Settings(max_dec_steps=6, min_dec_steps=0,
+                                              first_step_context=first_step_context),
+      beam_search.BeamSettings(beam_size=4))
   tokens, length = result["tokens"].numpy(), result["length"].numpy()
   return (np.mean([list(tokens[n, :length[n]]) == list(articles["target"][n])
                    for n in range(len(length))]), result["log_prob"].numpy())
@@ -115,7 +116,8 @@ def test_zeros_changes_only_the_first_step_inputs():
 
   def compiled(**kwargs):
     result = beam_search.beam_search(model, enc_input, enc_len, ext, num_oovs,
-                                     search_lib.Settings(beam, max_steps, min_steps, **kwargs))
+                                     search_lib.Settings(max_steps, min_steps, **kwargs),
+                                     beam_search.BeamSettings(beam))
     return (list(result["tokens"].numpy()[0, :result["length"].numpy()[0]]),
             float(result["log_prob"].numpy()[0]))
 
@@ -150,7 +152,7 @@ def test_bad_first_step_context_is_a_clear_error():
                                       "original, zeros"):
     config.HParams(first_step_context="initial").validated()
   with pytest.raises(ValueError, match="first_step_context='initial'"):
-    search_lib.Settings(2, 3, 0, first_step_context="initial")
+    search_lib.Settings(3, 0, first_step_context="initial")
 
 
 class _SearchCalled(Exception):
@@ -172,12 +174,12 @@ def test_export_records_and_uses_the_first_step_context(monkeypatch, tmp_path):
   # search is what the export tests do, with the default).
   seen = {}
 
-  def search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings, attention):
-    seen["first_step_context"] = settings.first_step_context
-    seen["attention"] = (attention.steps.name, attention.first_step.name)
+  def search(strategy, model, enc_input, enc_len, enc_input_ext, max_oovs):
+    seen["first_step_context"] = strategy.settings.first_step_context
+    seen["attention"] = (strategy.attention.steps.name, strategy.attention.first_step.name)
     raise _SearchCalled
 
-  monkeypatch.setattr(export.beam_search, "beam_search", search)
+  monkeypatch.setattr(beam_search.BeamSearch, "search", search)
   with pytest.raises(_SearchCalled):
     summarizer.summarize(tf.constant(["w3 QQA w7"]))
   # The export's default attention: the memory shared, TensorFlow's ops (step 0's as decode's).

@@ -1,69 +1,26 @@
-"""The search's contract: a second strategy, greedy decoding written here, runs through
-single-pass decode (continuous batching, files, metrics) and gives the beam search's summaries
-at beam size 1; and the settings come whole from the flags."""
+"""The search strategies chosen by name: greedy decoding (--search=greedy) runs through
+single-pass decode (continuous batching, files, metrics) and continuous decode's search, and
+gives the beam search's summaries at beam size 1; the decode directory and metrics.json name
+the strategy; a beam search flag given with greedy decoding is refused; and the settings come
+whole from the flags."""
 
 import json
 import os
-from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
 
+import pytest
+
+from pointer_gen import beam_search
 from pointer_gen import config
 from pointer_gen import decode
-from pointer_gen import layers
+from pointer_gen import greedy_search
 from pointer_gen import model as model_lib
 from pointer_gen import search as search_lib
+from pointer_gen import strategies
 from pointer_gen import vocab as vocab_lib
-
-
-class Greedy(search_lib.Strategy):
-  """Each article's one row takes its most probable token of the final distribution, [STOP]
-  only from min_dec_steps on: what the beam search does with one hypothesis."""
-
-  rows = 1
-  traced = 0  # advance's traces: the decode ran this strategy
-
-  class Tokens(NamedTuple):
-    tokens: tf.Tensor  # [N, T]
-    log_prob: tf.Tensor  # [N]
-    p_gens: tf.Tensor  # [N, T]
-    stopped: tf.Tensor  # [N] bool
-
-  def initial(self, decoder_state, articles, length, step=0):
-    steps = self.settings.max_dec_steps
-    return search_lib.State(tf.fill([articles], step), decoder_state, Greedy.Tokens(
-        tf.fill([articles, steps], vocab_lib.PAD_ID), tf.zeros([articles]),
-        tf.zeros([articles, steps]), tf.zeros([articles], tf.bool)))
-
-  def finished(self, state):
-    return (state.step >= self.settings.max_dec_steps) | state.hypotheses.stopped
-
-  def advance(self, model, memory, state, max_oovs):
-    Greedy.traced += 1
-    done, step = state.hypotheses, state.step
-    previous = tf.gather(done.tokens, tf.maximum(step - 1, 0), batch_dims=1)  # [N]
-    previous = tf.where(step > 0, previous, vocab_lib.START_ID)
-    vocab_logits, attn, p_gen, decoder_state = self.decoder_step(model, memory,
-                                                                 state.decoder_state, previous)
-    dist = layers.final_distribution(tf.nn.softmax(vocab_logits), attn, p_gen,
-                                     memory["ext_ids"], max_oovs)  # [N, V + OOVs]
-    too_early = ((step < self.settings.min_dec_steps)[:, None]
-                 & tf.equal(tf.range(tf.shape(dist)[1]), vocab_lib.STOP_ID)[None, :])
-    best = tf.argmax(tf.where(too_early, -1.0, dist), axis=1, output_type=tf.int32)  # [N]
-    now = tf.one_hot(step, self.settings.max_dec_steps, on_value=True, off_value=False)
-    new = Greedy.Tokens(tf.where(now, best[:, None], done.tokens),
-                        done.log_prob + tf.math.log(tf.gather(dist, best, batch_dims=1)),
-                        tf.where(now, p_gen[:, None], done.p_gens),
-                        tf.equal(best, vocab_lib.STOP_ID))
-    return search_lib.hold_ended(state, search_lib.State(step + 1, decoder_state, new),
-                                 ~self.finished(state), self.rows)
-
-  def winners(self, state):
-    done = state.hypotheses
-    return {"tokens": done.tokens, "length": state.step,
-            "score": done.log_prob / tf.cast(state.step + 1, tf.float32),
-            "log_prob": done.log_prob, "p_gens": done.p_gens}
+from pointer_gen.errors import DataError
 
 
 WORDS = [f"w{i}" for i in range(16)]
@@ -80,34 +37,51 @@ def _corpus(directory, num, seed):
   return path
 
 
-def test_a_greedy_strategy_decodes_single_pass_as_beam_size_one(tmp_path):
-  vocab = vocab_lib.Vocab(WORDS)
-  hps = config.HParams(
-      mode="decode", single_pass=True, data_path=_corpus(str(tmp_path), 7, seed=0),
-      log_root=str(tmp_path / "greedy"), exp_name="run", hidden_dim=5, emb_dim=6,
-      vocab_size=len(vocab), batch_size=3, max_enc_steps=10, max_dec_steps=6, min_dec_steps=2,
-      beam_size=1, coverage=True, compiled_attention=False)
+def _model(hps, vocab):
+  """A random model of `hps`'s sizes with a likelier [STOP], so that some summaries end before
+  max_dec_steps."""
   tf.keras.utils.set_random_seed(0)
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   rng = np.random.default_rng(0)
   for var in model.weights:
     var.assign(rng.normal(0.0, 0.6, var.shape).astype(np.float32))
-  # A likelier [STOP], so that some summaries end before max_dec_steps.
   bias = model.cell.vocab_projection.bias
   bias.assign(tf.tensor_scatter_nd_update(bias, [[vocab_lib.STOP_ID]], [2.0]))
+  return model
 
-  def decoded(hps, **strategy):
-    result = decode.SinglePassDecoder(hps, vocab, model, "model.ckpt-0", **strategy).run()
+
+def test_greedy_decodes_single_pass_as_beam_size_one(tmp_path):
+  vocab = vocab_lib.Vocab(WORDS)
+  hps = config.HParams(
+      mode="decode", single_pass=True, data_path=_corpus(str(tmp_path), 7, seed=0),
+      log_root=str(tmp_path / "greedy"), exp_name="run", hidden_dim=5, emb_dim=6,
+      vocab_size=len(vocab), batch_size=3, max_enc_steps=10, max_dec_steps=6, min_dec_steps=2,
+      coverage=True, compiled_attention=False)
+  model = _model(hps, vocab)
+
+  def decoded(hps):
+    result = decode.SinglePassDecoder(hps, vocab, model, "model.ckpt-0").run()
     directory = os.path.join(hps.run_dir, decode.decode_dir_name(hps, "model.ckpt-0"))
     with open(os.path.join(directory, "per_example.jsonl"), encoding="utf-8") as f:
       per_example = [json.loads(line) for line in f]
     summaries = [open(os.path.join(directory, "decoded", f"{i:06d}_decoded.txt"),
                       encoding="utf-8").read() for i in range(result["num_examples"])]
-    return result, per_example, summaries
+    with open(os.path.join(directory, "metrics.json"), encoding="utf-8") as f:
+      assert json.load(f) == result
+    return os.path.basename(directory), result.pop("flags"), (result, per_example, summaries)
 
-  greedy = decoded(hps, strategy=Greedy)
-  assert Greedy.traced > 0
-  beam = decoded(hps.replace(log_root=str(tmp_path / "beam")))
+  traced = []
+  advance = greedy_search.GreedySearch.advance
+
+  def counted(*args):
+    traced.append(1)
+    return advance(*args)
+
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(greedy_search.GreedySearch, "advance", counted)
+    greedy_dir, greedy_flags, greedy = decoded(hps.replace(search="greedy"))
+  assert traced
+  beam_dir, beam_flags, beam = decoded(hps.replace(log_root=str(tmp_path / "beam"), beam_size=1))
   assert greedy == beam
   result, per_example, summaries = greedy
   assert result["num_examples"] == 7 and len(set(summaries)) > 1
@@ -115,12 +89,84 @@ def test_a_greedy_strategy_decodes_single_pass_as_beam_size_one(tmp_path):
   # to the end.
   steps = {row["steps"] for row in per_example}
   assert min(steps) >= 2 + 1 and len(steps) > 1, steps
+  # The directory and metrics.json name the strategy; greedy decoding has no beam settings.
+  assert greedy_dir == "decode_val_jsonl_10maxenc_greedy_2mindec_6maxdec_ckpt-0"
+  assert beam_dir == "decode_val_jsonl_10maxenc_1beam_2mindec_6maxdec_ckpt-0"
+  assert greedy_flags["search"] == "greedy" and "search" not in beam_flags
+  beam_only = {"beam_size": 1, "block_ngram_repeat": 0, "length_penalty_alpha": None}
+  assert {k: beam_flags.pop(k) for k in beam_only} == beam_only
+  assert not set(beam_only) & set(greedy_flags)
+  del greedy_flags["search"]
+  assert list(greedy_flags.items()) == list(beam_flags.items())
+
+
+def test_greedy_is_continuous_decodes_search_at_beam_size_one():
+  """Continuous decode's search (make_search, attention kept) of a batch: greedy decoding gives
+  the beam search's winners at beam size 1, attention and p_gens included."""
+  vocab = vocab_lib.Vocab(WORDS)
+  hps = config.HParams(hidden_dim=5, emb_dim=6, vocab_size=len(vocab), max_dec_steps=6,
+                       min_dec_steps=2, coverage=True, beam_size=1)
+  model = _model(hps, vocab)
+  rng = np.random.default_rng(1)
+  enc_len = np.array([9, 4, 7], np.int32)
+  ext = rng.integers(4, len(vocab) + 2, (3, 9)).astype(np.int32)  # two article OOVs
+  ext[np.arange(9)[None, :] >= enc_len[:, None]] = vocab_lib.PAD_ID
+  batch = {"enc_input": np.where(ext >= len(vocab), vocab_lib.UNK_ID, ext), "enc_len": enc_len,
+           "enc_input_ext": ext, "num_oovs": np.array([2, 2, 2], np.int32)}
+  settings = search_lib.Settings.from_hparams(hps, keep_attention=True)
+  results = [decode.run_search(decode.make_search(model, strategies.make(hps.replace(search=name),
+                                                                         settings)), batch)
+             for name in ("greedy", "beam")]
+  lengths = set()
+  for greedy, beam in zip(*results):
+    assert sorted(greedy) == sorted(beam)
+    for key, value in beam.items():
+      np.testing.assert_allclose(greedy[key], value, rtol=1e-6, atol=1e-6, err_msg=key)
+    lengths.add(int(beam["length"]))
+    assert np.allclose(beam["attn"][:int(beam["length"])].sum(axis=1), 1.0)
+  assert len(lengths) > 1, lengths
 
 
 def test_settings_are_the_decode_flags():
   hps = config.HParams(beam_size=5, max_dec_steps=90, min_dec_steps=30, block_ngram_repeat=3,
                        length_penalty_alpha=0.6, first_step_context="zeros")
   assert search_lib.Settings.from_hparams(hps) == search_lib.Settings(
-      beam_size=5, max_dec_steps=90, min_dec_steps=30, keep_attention=False,
-      block_ngram_repeat=3, length_penalty_alpha=0.6, first_step_context="zeros")
+      max_dec_steps=90, min_dec_steps=30, keep_attention=False, first_step_context="zeros")
   assert search_lib.Settings.from_hparams(hps, keep_attention=True).keep_attention
+  beam = strategies.make(hps, search_lib.Settings.from_hparams(hps))
+  assert isinstance(beam, beam_search.BeamSearch) and beam.rows == 5
+  assert beam.options == beam_search.BeamSettings(beam_size=5, block_ngram_repeat=3,
+                                                  length_penalty_alpha=0.6)
+  greedy = strategies.make(hps.replace(search="greedy"), search_lib.Settings.from_hparams(hps))
+  assert isinstance(greedy, greedy_search.GreedySearch) and greedy.rows == 1
+  assert greedy.options == search_lib.StrategySettings()
+
+
+def test_search_settings_written_out_name_the_strategy():
+  hps = config.HParams(beam_size=5, max_dec_steps=90, min_dec_steps=30)
+  assert strategies.written(hps) == {
+      "min_dec_steps": 30, "max_dec_steps": 90, "beam_size": 5, "block_ngram_repeat": 0,
+      "length_penalty_alpha": None, "first_step_context": "original"}
+  assert strategies.written(hps.replace(length_penalty_alpha=0.6), constants=True) == {
+      "search": "beam", "min_dec_steps": 30, "max_dec_steps": 90, "beam_size": 5,
+      "block_ngram_repeat": 0, "ranking": "gnmt_length_penalty", "length_penalty_alpha": 0.6,
+      "first_step_context": "original"}
+  greedy = hps.replace(search="greedy", first_step_context="zeros")
+  for constants in (False, True):
+    assert strategies.written(greedy, constants) == {
+        "search": "greedy", "min_dec_steps": 30, "max_dec_steps": 90,
+        "first_step_context": "zeros"}
+  assert strategies.dir_name(greedy) == "greedy_30mindec_90maxdec_zerosctx"
+
+
+def test_a_beam_search_flag_with_greedy_decoding_is_an_error():
+  greedy = config.HParams(search="greedy")
+  for flag in ("beam_size", "block_ngram_repeat", "length_penalty_alpha"):
+    with pytest.raises(DataError, match=f"--{flag} is a setting of --search=beam, not of "
+                                        "--search=greedy"):
+      strategies.check_flags(greedy, {"mode", flag})
+  # Left out, or with the beam search, they are fine; the shared decode flags are both's.
+  strategies.check_flags(greedy, {"min_dec_steps", "max_dec_steps", "first_step_context"})
+  strategies.check_flags(config.HParams(), {"beam_size", "block_ngram_repeat"})
+  with pytest.raises(DataError, match="--search=sampling: expected one of beam, greedy"):
+    config.HParams(search="sampling").validated()

@@ -4,8 +4,8 @@ the MetaGraph's own restore and init ops and runs its signatures in a session; s
 (TF_LoadSessionFromSavedModel, TF_SessionRun). Each is run here, in fresh processes (the
 session loader and saved_model_cli in one, the C API in another), on four exports: the demo's
 model (flags/demo.cfg), the same with --export_compiled_attention, a converted checkpoint of the
-original TF1 code and a mixed_bfloat16 run; each must give what tf.saved_model.load gives, and
-the compiled export what the demo's gives."""
+original TF1 code (exported with --search=greedy) and a mixed_bfloat16 run; each must give what
+tf.saved_model.load gives, and the compiled export what the demo's gives."""
 
 import ast
 import glob
@@ -80,7 +80,8 @@ def served(tmp_path_factory):
     saved = {"demo": export.export(demo, vocab, demo_checkpoint, str(root / "exports" / "demo"))}
     saved["compiled"] = export.export(demo.replace(export_compiled_attention=True), vocab,
                                       demo_checkpoint, str(root / "exports" / "compiled"))
-    converted = demo.replace(exp_name="converted")
+    # Greedy decoding's graph, served as the beam search's is.
+    converted = demo.replace(exp_name="converted", search="greedy")
     tf1_prefix = serving.write_tf1_checkpoint(str(root / "tf1" / "bestmodel"), demo, len(vocab),
                                               STEP)
     converted_path, _ = tf1_checkpoint.convert_to_run(converted, vocab, tf1_prefix,
@@ -154,6 +155,8 @@ def test_exports_are_the_three_models(served):
   assert [settings[n]["precision"] for n in served["names"]] == [
       "float32", "float32", "float32", "mixed_bfloat16"]
   assert "/converted/train/" in settings["converted"]["checkpoint"]
+  assert [settings[n]["search"] for n in served["names"]] == ["beam", "beam", "greedy", "beam"]
+  assert "beam_size" not in settings["converted"] and settings["demo"]["beam_size"] == 4
   assert {s["hidden_dim"] for s in settings.values()} == {64}
   summaries = [tuple(served["expected"][n]["serving_default"]["summary"]) for n in served["names"]]
   assert len(set(summaries)) == 3

@@ -66,13 +66,12 @@ def _pointer_gen_winners(prefix, demo_corpus, compiled):
   vocab = vocab_lib.Vocab.from_file(demo_corpus["vocab"], V)
   _, dataset = data.input_pipeline(hps, vocab, single_pass=True)
   batch = next(iter(dataset))
-  settings = search_lib.Settings(beam_size=BEAM, max_dec_steps=MAX_STEPS,
-                                 min_dec_steps=MIN_STEPS)
+  settings = search_lib.Settings(max_dec_steps=MAX_STEPS, min_dec_steps=MIN_STEPS)
   searched = attention.SearchAttention.of(hps.replace(compiled_attention=compiled), "decode")
   # Eager: tracing the search would cost more than these few steps.
   winners = beam_search.beam_search(model, batch["enc_input"], batch["enc_len"],
                                     batch["enc_input_ext"], tf.reduce_max(batch["num_oovs"]),
-                                    settings, searched)
+                                    settings, beam_search.BeamSettings(beam_size=BEAM), searched)
   return {k: v.numpy() for k, v in winners.items()}, batch["enc_len"].numpy()
 
 

@@ -51,7 +51,6 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import beam_search
 from pointer_gen import bin_format
 from pointer_gen import checkpoints
 from pointer_gen import config
@@ -67,6 +66,7 @@ from pointer_gen import model as model_lib
 from pointer_gen import precision
 from pointer_gen import records
 from pointer_gen import search as search_lib
+from pointer_gen import strategies
 from pointer_gen import text
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
@@ -313,8 +313,8 @@ def time_decode(hps, vocab, model, batch_size, articles):
   @tf.function(input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                 tf.TensorSpec([], tf.int32)])
   def search(enc_input, enc_len, ext, max_oovs):
-    return beam_search.beam_search(model, enc_input, enc_len, ext, max_oovs,
-                                   search_lib.Settings.from_hparams(hps))["length"]
+    return strategies.make(hps, search_lib.Settings.from_hparams(hps)).search(
+        model, enc_input, enc_len, ext, max_oovs)["length"]
 
   batches = iter(dataset)
   warm = next(batches)
@@ -364,8 +364,9 @@ def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attentio
   examples = decode_examples(hps, vocab, slots + articles)
   settings = search_lib.Settings.from_hparams(hps)
   decoder = continuous_batching.SlotDecoder(
-      model, settings, slots, hps.max_enc_steps, attention=attention.SearchAttention.of(
-          hps.replace(compiled_attention=compiled_attention), "decode"))
+      model, strategies.make(hps, settings, attention.SearchAttention.of(
+          hps.replace(compiled_attention=compiled_attention), "decode")),
+      slots, hps.max_enc_steps)
   list(decoder.decode(examples[:slots]))
   list(decoder.decode(examples[slots:]))
   start = time.perf_counter()

@@ -49,6 +49,7 @@ from pointer_gen import data
 from pointer_gen import environment
 from pointer_gen import precision
 from pointer_gen import search as search_lib
+from pointer_gen import strategies
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from trace_ops import op_events  # tools/, next to this script
@@ -249,8 +250,9 @@ def profile_decode(hps, logdir):
   model = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab).model
   settings = search_lib.Settings.from_hparams(hps)
   decoder = continuous_batching.SlotDecoder(
-      model, settings, FLAGS.slots, hps.max_enc_steps,
-      attention=attention.SearchAttention.of(hps.replace(compiled_attention=True), "decode"))
+      model, strategies.make(hps, settings, attention.SearchAttention.of(
+          hps.replace(compiled_attention=True), "decode")),
+      FLAGS.slots, hps.max_enc_steps)
   articles = synthetic_articles(FLAGS.slots, hps.max_enc_steps, hps.vocab_size,
                                 np.random.default_rng(0))
   slots = np.arange(FLAGS.slots, dtype=np.int32)

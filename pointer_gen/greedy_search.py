@@ -1,0 +1,90 @@
+"""Greedy decoding (`--search=greedy`): each article's one row takes the most probable token of
+the final distribution at every step, [STOP] only from min_dec_steps on.
+
+It is what the beam search (beam_search.py) does with one hypothesis, and gives its summaries
+and scores at --beam_size=1: the same candidates (the top two of the final distribution, ties to
+the lower id), the same [STOP] rule and the same score, the average log-probability with the
+[START] token counted. It has no settings of its own (search.StrategySettings); the beam
+search's --beam_size, --block_ngram_repeat and --length_penalty_alpha are refused with it
+(strategies.check_flags).
+"""
+
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from pointer_gen import beam_search
+from pointer_gen import precision
+from pointer_gen import search as search_lib
+from pointer_gen import vocab as vocab_lib
+
+
+class Summaries(NamedTuple):
+  """Greedy decoding's own part of the search state (search.State.hypotheses): one summary an
+  article."""
+  tokens: tf.Tensor  # [N, T] extended ids, [PAD] after the last
+  log_prob: tf.Tensor  # [N] the sum of the tokens' log-probabilities
+  p_gens: tf.Tensor  # [N, T]
+  attn: Any  # [N, T, L] with Settings.keep_attention, else () (no tensor)
+  stopped: tf.Tensor  # [N] bool: [STOP] generated
+
+
+class GreedySearch(search_lib.Strategy):
+  """Greedy decoding as a search strategy: one row per article."""
+
+  rows = 1
+
+  def initial(self, decoder_state, articles, length, step=0):
+    steps = self.settings.max_dec_steps
+    # Probabilities, p_gens and attention are float32 in every --precision.
+    dtype = precision.OUTPUT_DTYPE
+    return search_lib.State(
+        step=tf.fill([articles], step), decoder_state=decoder_state,
+        hypotheses=Summaries(
+            tokens=tf.fill([articles, steps], vocab_lib.PAD_ID),
+            log_prob=tf.zeros([articles], dtype), p_gens=tf.zeros([articles, steps], dtype),
+            attn=(tf.zeros([articles, steps, length], dtype) if self.settings.keep_attention
+                  else ()),
+            stopped=tf.zeros([articles], tf.bool)))
+
+  def finished(self, state):
+    """Ended at max_dec_steps or with [STOP]."""
+    return (state.step >= self.settings.max_dec_steps) | state.hypotheses.stopped
+
+  def advance(self, model, memory, state, max_oovs):
+    del max_oovs  # the candidates are found without the whole extended distribution
+    done, step = state.hypotheses, state.step
+    previous = tf.gather(done.tokens, tf.maximum(step - 1, 0), batch_dims=1)  # [N]
+    previous = tf.where(step > 0, previous, vocab_lib.START_ID)  # [N]
+    vocab_logits, attn, p_gen, decoder_state = self.decoder_step(
+        model, memory, state.decoder_state, previous)  # vocab_logits [N, V]
+    # The best two: if the best is a [STOP] before min_dec_steps, the second is taken.
+    probs, ids = beam_search.top_of_final_distribution(vocab_logits, attn, p_gen, memory,
+                                                       2)  # [N, 2]
+    too_early = tf.equal(ids[:, 0], vocab_lib.STOP_ID) & (step < self.settings.min_dec_steps)
+    pick = tf.cast(too_early, tf.int32)  # [N]
+    best = tf.gather(ids, pick, batch_dims=1)  # [N]
+    dtype = done.log_prob.dtype
+    if p_gen is None:
+      p_gen = tf.ones([tf.shape(vocab_logits)[0]], dtype)  # [N]
+    now = tf.one_hot(step, self.settings.max_dec_steps, on_value=True,
+                     off_value=False)  # [N, T]
+    attn_now = ()
+    if self.settings.keep_attention:
+      attn_now = tf.where(now[:, :, None], attn[:, None, :], done.attn)  # [N, T, L]
+    new = Summaries(
+        tokens=tf.where(now, best[:, None], done.tokens),
+        log_prob=done.log_prob + tf.math.log(tf.gather(probs, pick, batch_dims=1)),
+        p_gens=tf.where(now, p_gen[:, None], done.p_gens), attn=attn_now,
+        stopped=tf.equal(best, vocab_lib.STOP_ID))
+    return search_lib.hold_ended(state, search_lib.State(step + 1, decoder_state, new),
+                                 ~self.finished(state), self.rows)
+
+  def winners(self, state):
+    done = state.hypotheses
+    result = {"tokens": done.tokens, "length": state.step,
+              "score": done.log_prob / tf.cast(state.step + 1, done.log_prob.dtype),
+              "log_prob": done.log_prob, "p_gens": done.p_gens}
+    if self.settings.keep_attention:
+      result["attn"] = done.attn
+    return result

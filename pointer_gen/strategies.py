@@ -1,0 +1,65 @@
+"""The search strategies by name (`--search`), and the search's settings written out.
+
+A strategy is a search.Strategy in its own module; registering it is its line in STRATEGIES.
+Its own settings (its Options) are flags of the same names; one given with another strategy is
+an error naming it (check_flags). The search's settings are written out here alone, for
+single-pass decode's directory name (dir_name), its metrics.json and the export's `settings`
+signature (written).
+"""
+
+from pointer_gen import beam_search
+from pointer_gen import greedy_search
+from pointer_gen.errors import DataError
+
+# --search's choices, one line each: name -> search.Strategy class.
+STRATEGIES = {
+    "beam": beam_search.BeamSearch,
+    "greedy": greedy_search.GreedySearch,
+}
+# The original's, which the decode directory's name and metrics.json leave unnamed.
+DEFAULT = "beam"
+
+
+def strategy_class(name):
+  """The search.Strategy class registered as `name`; DataError naming --search if none is."""
+  if name not in STRATEGIES:
+    raise DataError(f"--search={name}: expected one of {', '.join(STRATEGIES)}")
+  return STRATEGIES[name]
+
+
+def make(hps, settings, attention=None):
+  """The strategy --search names, with search.Settings `settings`, its own settings from `hps`
+  and `attention` (an attention.SearchAttention; default attention.DEFAULT_SEARCH)."""
+  return strategy_class(hps.search).from_hparams(hps, settings, attention)
+
+
+def check_flags(hps, given):
+  """DataError for a flag in `given` (the names the user set) that sets another strategy's own
+  settings and none of --search's: it would be ignored."""
+  own = set(strategy_class(hps.search).Options.flags())
+  for name, strategy in STRATEGIES.items():
+    for flag in strategy.Options.flags():
+      if flag in given and flag not in own:
+        raise DataError(f"--{flag} is a setting of --search={name}, not of "
+                        f"--search={hps.search}: leave it out (or out of the --flagfile)")
+
+
+def written(hps, constants=False):
+  """The search's settings by name, in this order: the strategy (`search`, left out for
+  DEFAULT unless `constants`), min_dec_steps, max_dec_steps, the strategy's own settings,
+  first_step_context. constants: every value one a tf.constant holds (the export's `settings`
+  signature, which names the strategy always), else JSON values (metrics.json)."""
+  options = strategy_class(hps.search).Options.from_hparams(hps)
+  named = {"search": hps.search} if constants or hps.search != DEFAULT else {}
+  return {**named, "min_dec_steps": hps.min_dec_steps, "max_dec_steps": hps.max_dec_steps,
+          **options.written(constants), "first_step_context": hps.first_step_context}
+
+
+def dir_name(hps):
+  """The search's part of single-pass decode's directory name: the original's
+  `<B>beam_<m>mindec_<M>maxdec` (`greedy_...` for greedy decoding), then a suffix for each
+  setting off its default (`_zerosctx`, the strategy's own: `_block<n>gram`, `_lp<alpha>`)."""
+  options = strategy_class(hps.search).Options.from_hparams(hps)
+  context = "" if hps.first_step_context == "original" else f"_{hps.first_step_context}ctx"
+  return (f"{options.dir_name(hps.search)}_{hps.min_dec_steps}mindec_{hps.max_dec_steps}maxdec"
+          f"{context}{options.dir_suffix()}")
