@@ -67,7 +67,9 @@ def read(run_dir):
   try:
     with open(path, encoding="utf-8") as f:
       values = json.load(f)
-  except FileNotFoundError:
+  except (FileNotFoundError, NotADirectoryError):
+    # No run there (a file on the path is the output directory's problem, named where the run
+    # directory is made).
     return None
   except (OSError, ValueError) as e:
     raise DataError(f"{path}: cannot read the run's recorded settings ({e})") from e
