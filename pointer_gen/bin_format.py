@@ -58,13 +58,7 @@ class BinFormat(records.DataFormat):
     are always `article` and `abstract`."""
     del article_key, abstract_key
     with open(path, "rb") as f:
-      for index, payload in _frames(f, path, read_payload=True):
-        try:
-          article, sentences = records.parse_example(payload)
-        except records.Skip as s:
-          skips.skip(path, index, s.reason, s.detail)
-          continue
-        yield records.Record(article, sentences, path, index)
+      yield from records.example_records(path, _frames(f, path, read_payload=True), skips)
 
   def count(self, path):
     """The records of a .bin file, checking only the length prefixes."""

@@ -45,12 +45,17 @@ def atomic_file(path, mode="w"):
         yield f
       tf.io.gfile.rename(tmp_path, path, overwrite=True)
   except BaseException:
-    with contextlib.suppress(FileNotFoundError, tf.errors.NotFoundError):
-      if local:
-        os.remove(tmp_path)
-      else:
-        tf.io.gfile.remove(tmp_path)
+    _remove_temporary(tmp_path, local)
     raise
+
+
+def _remove_temporary(tmp_path, local):
+  """Removes what a failed atomic write left, if anything."""
+  with contextlib.suppress(FileNotFoundError, tf.errors.NotFoundError):
+    if local:
+      os.remove(tmp_path)
+    else:
+      tf.io.gfile.remove(tmp_path)
 
 
 @contextlib.contextmanager
@@ -73,11 +78,7 @@ def atomic_path(path):
     else:
       tf.io.gfile.rename(tmp_path, path, overwrite=True)
   except BaseException:
-    with contextlib.suppress(FileNotFoundError, tf.errors.NotFoundError):
-      if local:
-        os.remove(tmp_path)
-      else:
-        tf.io.gfile.remove(tmp_path)
+    _remove_temporary(tmp_path, local)
     raise
 
 

@@ -180,6 +180,18 @@ def serialize_example(record):
 
 
 
+def example_records(path, indexed_payloads, skips):
+  """The usable records of a file's (index, serialized tf.train.Example) pairs; the others are
+  counted in `skips`."""
+  for index, payload in indexed_payloads:
+    try:
+      article, sentences = parse_example(payload)
+    except Skip as s:
+      skips.skip(path, index, s.reason, s.detail)
+      continue
+    yield Record(article, sentences, path, index)
+
+
 class DataFormat:
   """A data format as the registry (`data_formats`) holds it: a subclass sets the class
   attributes and implements read, count and write; one instance of it is registered.

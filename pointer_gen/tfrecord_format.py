@@ -78,13 +78,7 @@ class TFRecordFormat(records.DataFormat):
            abstract_key=records.DEFAULT_ABSTRACT_KEY):
     """Yields the usable records; the features are always `article` and `abstract`."""
     del article_key, abstract_key
-    for index, payload in _payloads(path):
-      try:
-        article, sentences = records.parse_example(payload)
-      except records.Skip as s:
-        skips.skip(path, index, s.reason, s.detail)
-        continue
-      yield records.Record(article, sentences, path, index)
+    yield from records.example_records(path, _payloads(path), skips)
 
   def count(self, path):
     """The records, every checksum checked (in TensorFlow's reader, at its speed): a damaged
