@@ -1,6 +1,6 @@
 """pointer_gen: the pointer-generator network with coverage (See et al., 2017) in TF2 / Keras 3.
 
-The code map, by layer, from the base up. Data flows one way, files -> examples -> batches ->
+The code map, by layer, from the base up (a package, as `search`, is one entry). Data flows one way, files -> examples -> batches ->
 model -> loss -> training, then search -> decode: a module imports only from its own layer and
 the layers listed before it (data never imports the model, layers never the model, losses never
 train; nothing but the entry layer imports config). tests/test_code_map.py reads every import and
@@ -46,11 +46,9 @@ Training:
   train                `--mode=train`: the loop, its saves, TensorBoard, non-finite guard
   evaluate             `--mode=eval`: scores checkpoints on validation data, keeps the best
 Decoding and serving:
-  search               the search's contract: settings, state, what a strategy implements
-  beam_search          the original's beam search, compiled: many articles x beams a step
-  greedy_search        greedy decoding: the most probable token a step, one row an article
-  strategies           `--search`: the strategies by name; their settings written out
-  continuous_batching  single-pass decode's slots, each taking the next article when done
+  search               the search, a package: the contract a strategy implements and its
+                       registry (`--search`), one module per strategy (beam, greedy), each
+                       declaring its own settings, and single-pass decode's continuous batching
   decode               `--mode=decode`: single-pass with ROUGE, or endless with attention
   attention_view       a summary's attention as decode's JSON record and as a picture
   bitmap_font          a 5x7 pixel font drawn with TensorFlow ops, for that picture

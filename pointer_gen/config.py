@@ -9,9 +9,8 @@ from pointer_gen import attention
 from pointer_gen import data_formats
 from pointer_gen.errors import DataError
 from pointer_gen.precision import PRECISIONS
-from pointer_gen.search import FIRST_STEP_CONTEXTS
-from pointer_gen.strategies import STRATEGIES
-from pointer_gen.strategies import strategy_class
+from pointer_gen.search import registry as search_registry
+from pointer_gen.search.contract import FIRST_STEP_CONTEXTS
 from pointer_gen.text import TOKENIZERS
 
 MODES = ("train", "eval", "decode", "export")
@@ -59,13 +58,15 @@ def define_flags():
   f.DEFINE_integer("batch_size", 16, "Minibatch size (per replica).")
   f.DEFINE_integer("max_enc_steps", 400, "Max article tokens (longer articles are truncated).")
   f.DEFINE_integer("max_dec_steps", 100, "Max summary tokens (decoder steps).")
-  f.DEFINE_enum("search", "beam", list(STRATEGIES), "The search strategy of decode (single-pass "
-                "and continuous), export and eval's samples. beam: the original's beam search "
-                "(--beam_size, --block_ngram_repeat, --length_penalty_alpha); greedy: the most "
-                "probable token at each step, the beam search's summaries at --beam_size=1 "
-                "(the beam search's flags are refused with it).")
-  f.DEFINE_integer("beam_size", 4, "Beam size for beam-search decoding.")
-  f.DEFINE_integer("min_dec_steps", 35, "Minimum generated length in beam search.")
+  f.DEFINE_enum("search", search_registry.DEFAULT, list(search_registry.STRATEGIES),
+                search_registry.search_help())
+  # Each strategy's own settings, as it declares them.
+  define = {int: f.DEFINE_integer, float: f.DEFINE_float, bool: f.DEFINE_boolean,
+            str: f.DEFINE_string}
+  for name, kind, default, help_text in search_registry.settings():
+    define[kind](name, default, help_text)
+  f.DEFINE_integer("min_dec_steps", 35, "Minimum generated length when decoding (every "
+                   "--search): [STOP] is not taken before this step.")
   f.DEFINE_integer("vocab_size", 50000, "Vocab entries read from the file, the 4 specials "
                    "included; 0 reads the whole file.")
   f.DEFINE_float("lr", 0.15, "Adagrad learning rate.")
@@ -127,13 +128,8 @@ def define_flags():
   f.DEFINE_enum("rouge_tokenizer", "default", ["default", "whitespace"],
                 "default: rouge-score's English tokenizer (keeps only [a-z0-9]); whitespace: "
                 "lower-case and split on spaces, for other languages.")
-  f.DEFINE_integer("block_ngram_repeat", 0, "Beam search extra, off by default: forbid a "
-                   "summary to repeat any of its n-grams of this length.")
-  f.DEFINE_float("length_penalty_alpha", None, "Beam search extra, off by default (the "
-                 "original ranks by average log-probability): rank by log-prob / "
-                 "((5 + length) / 6) ** alpha (GNMT).")
-  f.DEFINE_enum("first_step_context", "original", list(FIRST_STEP_CONTEXTS), "Beam search's "
-                "step 0 (decode and export). original: as the original's decode, the context "
+  f.DEFINE_enum("first_step_context", "original", list(FIRST_STEP_CONTEXTS), "The search's "
+                "step 0 (decode, export and eval's samples). original: as the original's decode, the context "
                 "and, with coverage, one extra coverage term from an attention over the "
                 "encoder's final state; zeros: a zero context and zero coverage, as training's "
                 "step 0.")
@@ -185,8 +181,8 @@ SETTLED = ("read_tokenizer", "read_lowercase")
 
 
 @dataclasses.dataclass(frozen=True)
-class HParams:
-  """Everything the library needs, so that no module below the entry point reads FLAGS."""
+class _Flags:
+  """The HParams fields but the search strategies' own settings (HParams below)."""
   mode: str = "train"
   data_path: str = ""
   vocab_path: str = ""
@@ -210,8 +206,7 @@ class HParams:
   batch_size: int = 16
   max_enc_steps: int = 400
   max_dec_steps: int = 100
-  search: str = "beam"
-  beam_size: int = 4
+  search: str = search_registry.DEFAULT
   min_dec_steps: int = 35
   vocab_size: int = 50000
   lr: float = 0.15
@@ -242,8 +237,6 @@ class HParams:
   max_attn_vis_files: int = 100
   decode_dir: str = ""
   rouge_tokenizer: str = "default"
-  block_ngram_repeat: int = 0
-  length_penalty_alpha: float | None = None
   first_step_context: str = "original"
   compiled_attention: bool = True
   attention_implementation: str = attention.AUTO
@@ -266,7 +259,7 @@ class HParams:
   def validated(self):
     """Raises DataError naming the flag for values the model cannot run with."""
     positive = ("hidden_dim", "emb_dim", "batch_size", "max_enc_steps", "max_dec_steps",
-                "beam_size", "checkpoint_secs", "log_every_n_steps", "eval_batches_per_checkpoint",
+                "checkpoint_secs", "log_every_n_steps", "eval_batches_per_checkpoint",
                 "eval_poll_secs")
     for name in positive:
       if getattr(self, name) <= 0:
@@ -284,16 +277,14 @@ class HParams:
       attention.get(self.attention_implementation)  # the DataError naming the flag
     if self.clip_norm not in CLIP_NORMS:
       raise DataError(f"--clip_norm={self.clip_norm}: expected one of {', '.join(CLIP_NORMS)}")
-    # Only beam search reads min_dec_steps; training with short summaries must not trip on it.
+    # Only decoding reads min_dec_steps; training with short summaries must not trip on it.
     if self.mode not in ("train", "eval") and not 0 <= self.min_dec_steps <= self.max_dec_steps:
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
                       f"--max_dec_steps={self.max_dec_steps}")
-    strategy_class(self.search)  # a DataError naming --search if no strategy has that name
+    search_registry.check(self)  # a DataError naming --search or the strategy's flag
     if self.first_step_context not in FIRST_STEP_CONTEXTS:
       raise DataError(f"--first_step_context={self.first_step_context}: expected one of "
                       f"{', '.join(FIRST_STEP_CONTEXTS)}")
-    if self.block_ngram_repeat < 0:
-      raise DataError(f"--block_ngram_repeat={self.block_ngram_repeat}: must be >= 0")
     if self.num_train_steps < 0:
       raise DataError(f"--num_train_steps={self.num_train_steps}: must be >= 0")
     if self.max_attn_vis_files < 0:
@@ -331,3 +322,12 @@ class HParams:
   @property
   def eval_dir(self):
     return os.path.join(self.run_dir, "eval")
+
+
+# Everything the library needs, so that no module below the entry point reads FLAGS: _Flags and
+# the search strategies' own settings, as the strategies declare them (search/registry.py).
+HParams = dataclasses.make_dataclass(
+    "HParams", [(name, kind if default is not None else kind | None,
+                 dataclasses.field(default=default))
+                for name, kind, default, _ in search_registry.settings()],
+    bases=(_Flags,), frozen=True, namespace={"__module__": __name__})

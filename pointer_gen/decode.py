@@ -14,31 +14,30 @@ import tensorflow as tf
 from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
 from pointer_gen import checkpoints
-from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import data_formats
 from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
 from pointer_gen import records
-from pointer_gen import search as search_lib
 from pointer_gen import stopping
-from pointer_gen import strategies
 from pointer_gen import tensorboard_log
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import make_output_dir
+from pointer_gen.search import contract
+from pointer_gen.search import continuous_batching
+from pointer_gen.search import registry as strategies
 
 RELOAD_SECS = 60
 _PER_EXAMPLE = "per_example.jsonl"
 # The order of metrics.json's "flags": the search's settings (strategies.written) stand where a
 # beam decode's file has always had them, so that it stays the same byte for byte; a strategy's
-# own setting not named here comes last.
+# own settings go where they declare (their metrics_after), else last.
 _FLAGS_ORDER = (
-    "data_path", "search", "beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps",
-    "pointer_gen", "coverage", "rouge_tokenizer", "block_ngram_repeat", "length_penalty_alpha",
-    "precision", "first_step_context")
+    "data_path", "search", "min_dec_steps", "max_dec_steps", "max_enc_steps", "pointer_gen",
+    "coverage", "rouge_tokenizer", "precision", "first_step_context")
 # metrics.json's other "flags": the run's settings as used (from run_config.json when not
 # given).
 _RUN_FLAGS = (
@@ -67,7 +66,7 @@ def decode_dir_name(hps, ckpt_path):
 
 
 def make_search(model, searcher):
-  """The whole search of a batch of articles by `searcher` (a search.Strategy, with its
+  """The whole search of a batch of articles by `searcher` (a contract.Strategy, with its
   attention) as one compiled function."""
   ids = tf.TensorSpec([None, None], tf.int32)
 
@@ -206,7 +205,7 @@ class SinglePassDecoder:
       total = min(total, self.hps.max_decode_examples)
     # --batch_size searches side by side; each slot takes the next article as soon as its
     # search ends (continuous batching), and results come back in data order.
-    settings = search_lib.Settings.from_hparams(self.hps)
+    settings = contract.Settings.from_hparams(self.hps)
     decoder = continuous_batching.SlotDecoder(
         self.model,
         strategies.make(self.hps, settings, attention_lib.SearchAttention.of(self.hps, "decode")),
@@ -314,7 +313,10 @@ class SinglePassDecoder:
 def _flags(hps):
   """metrics.json's "flags": the search's settings and the run's, in _FLAGS_ORDER."""
   flags = {**{name: getattr(hps, name) for name in _RUN_FLAGS}, **strategies.written(hps)}
-  order = {name: place for place, name in enumerate(_FLAGS_ORDER)}
+  ordered = list(_FLAGS_ORDER)
+  for name, after in strategies.metrics_after().items():
+    ordered.insert(ordered.index(after) + 1, name)
+  order = {name: place for place, name in enumerate(ordered)}
   # sorted is stable: the flags not in _FLAGS_ORDER keep their order, after those in it.
   return dict(sorted(flags.items(), key=lambda item: order.get(item[0], len(order))))
 
@@ -397,7 +399,7 @@ class CheckpointFollowingDecoder:
     index = earlier[-1][0] + 1 if earlier else 0
     source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
     search = make_search(self.model, strategies.make(
-        self.hps, search_lib.Settings.from_hparams(self.hps, keep_attention=True),
+        self.hps, contract.Settings.from_hparams(self.hps, keep_attention=True),
         attention_lib.SearchAttention.of(self.hps, "view")))
     last_load = time.time()
     count = 0

@@ -28,10 +28,10 @@ from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
 from pointer_gen import data
 from pointer_gen import decode
-from pointer_gen import search as search_lib
 from pointer_gen import stopping
-from pointer_gen import strategies
 from pointer_gen import tensorboard_log
+from pointer_gen.search import contract
+from pointer_gen.search import registry as strategies
 
 ARTICLE_START_TOKENS = 60
 # Python-Markdown's backslash escapes; `&` and `<` go as HTML entities.
@@ -97,7 +97,7 @@ class Samples:
     self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
                      for e in self.examples]
     self.search = decode.make_search(model, strategies.make(
-        hps, search_lib.Settings.from_hparams(hps, keep_attention=True),
+        hps, contract.Settings.from_hparams(hps, keep_attention=True),
         attention_lib.SearchAttention.of(hps, "view")))
     logging.info("Eval samples: the first %d articles of %s, decoded at each checkpoint.",
                  len(self.batches), hps.data_path)

@@ -55,10 +55,10 @@ from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import model as model_lib
 from pointer_gen import raw_text
-from pointer_gen import search as search_lib
-from pointer_gen import strategies
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.search import contract
+from pointer_gen.search import registry as strategies
 
 VOCAB_ASSET = "vocab.txt"
 SETTINGS_FILE = "pointer_gen_export.json"
@@ -163,7 +163,7 @@ class Summarizer(tf.Module):
     max_oovs = tf.shape(oovs)[1]
     # By default each article's encoder memory shared by its hypotheses, the attention scores
     # from core ops, or from decode's XLA kernel with --export_compiled_attention.
-    settings = search_lib.Settings.from_hparams(hps, keep_attention=keep_attention)
+    settings = contract.Settings.from_hparams(hps, keep_attention=keep_attention)
     searcher = strategies.make(hps, settings, attention_lib.SearchAttention.of(hps, "export"))
     result = searcher.search(self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext,
                              max_oovs)

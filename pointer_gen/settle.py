@@ -21,9 +21,9 @@ from pointer_gen import demo_data
 from pointer_gen import raw_text
 from pointer_gen import records
 from pointer_gen import run_record
-from pointer_gen import strategies
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.search import registry as strategies
 
 
 def hparams(flag_values):

@@ -4,6 +4,8 @@ config.py defines them), so it would print nothing but "Try --helpfull"."""
 
 from absl import flags
 
+from pointer_gen.search import registry as search_registry
+
 HELP_ARGS = ("--help", "-help", "--helpshort", "-h", "-?", "--?")
 
 # Flags read by one mode only. Every other flag of the project is listed under the first group:
@@ -18,9 +20,9 @@ MODE_GROUPS = (
         "eval_batches_per_checkpoint", "eval_max_checkpoints", "eval_poll_secs",
         "eval_samples")),
     ("Decode (--mode=decode)", (
-        "search", "beam_size", "min_dec_steps", "max_decode_examples", "max_attn_vis_files",
-        "decode_dir", "first_step_context", "rouge_tokenizer", "block_ngram_repeat",
-        "length_penalty_alpha", "compiled_attention")),
+        "search", *(name for name, *_ in search_registry.settings()), "min_dec_steps",
+        "max_decode_examples", "max_attn_vis_files", "decode_dir", "first_step_context",
+        "rouge_tokenizer", "compiled_attention")),
     ("Export (--mode=export)", ("export_dir", "export_source", "export_version",
                                 "export_compiled_attention")),
     ("Distribute (--mode=train on several devices)", ("strategy", "tpu")),

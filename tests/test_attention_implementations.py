@@ -18,9 +18,9 @@ from pointer_gen import config
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import precision
-from pointer_gen import search as search_lib
 from pointer_gen.errors import DataError
 from pointer_gen.model_config import ModelConfig
+from pointer_gen.search import contract as search_lib
 
 N, K, L, T = 3, 2, 7, 3  # articles, rows an article (beams), positions, decoder steps
 V, E, H = 11, 5, 4  # vocab, embedding, hidden (the attention's units: 2H)

@@ -6,12 +6,13 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import beam_search
 from pointer_gen import layers
 from pointer_gen import model as model_lib
-from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.model_config import ModelConfig
+from pointer_gen.search import beam as beam_search
+from pointer_gen.search import contract as search_lib
+from pointer_gen.search import distribution
 
 VOCAB = 23
 
@@ -124,8 +125,8 @@ def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps
                                      length_penalty_alpha=alpha)
   steps = {True: "xla", False: "hand_gradient", "shared": "shared"}[compiled]
   searched = attention.SearchAttention(attention.get(steps), attention.get("hand_gradient"))
-  search = tf.function(lambda *a: beam_search.beam_search(model, *a, settings, options,
-                                                          searched))
+  search = tf.function(lambda *a: beam_search.BeamSearch(settings, options, searched).search(
+      model, *a))
   got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
   finished = 0
   for n in range(len(enc_len)):
@@ -152,7 +153,7 @@ def test_top_k_equals_tf_top_k(width, k, levels):
   rng = np.random.default_rng(width + k + levels)
   values = (rng.integers(0, levels, (7, width)) if levels
             else rng.random((7, width))).astype(np.float32)
-  top, ids = beam_search.top_k(tf.constant(values), k)
+  top, ids = distribution.top_k(tf.constant(values), k)
   want_top, want_ids = tf.math.top_k(values, k)
   np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
   np.testing.assert_array_equal(top.numpy(), want_top.numpy())
@@ -161,11 +162,11 @@ def test_top_k_equals_tf_top_k(width, k, levels):
 def test_top_k_block_divides_the_width_where_one_can():
   """Blocks of 64-128 that divide the width need no padding; other widths and widths unknown
   when tracing are padded to blocks of 64."""
-  assert beam_search._block_size(20000) == (80, False)
-  assert beam_search._block_size(50000) == (80, False)
-  assert beam_search._block_size(1000) == (100, False)
-  assert beam_search._block_size(20004) == (64, True)
-  assert beam_search._block_size(None) == (64, True)
+  assert distribution._block_size(20000) == (80, False)
+  assert distribution._block_size(50000) == (80, False)
+  assert distribution._block_size(1000) == (100, False)
+  assert distribution._block_size(20004) == (64, True)
+  assert distribution._block_size(None) == (64, True)
 
 
 def test_copy_index_names_each_position_s_distinct_id():
@@ -202,7 +203,7 @@ def test_top_of_final_distribution_equals_top_k_of_the_distribution(pointer, see
     dist = layers.final_distribution(dist, args[1], tf.constant(p_gen, tf.float32),
                                      tf.constant(ext, tf.int32), oovs)
   want_top, want_ids = tf.math.top_k(dist, k)
-  top, ids = beam_search.top_of_final_distribution(
+  top, ids = distribution.top_of_final_distribution(
       args[0], args[1], None if p_gen is None else tf.constant(p_gen, tf.float32),
       search_lib.copy_index(tf.constant(ext, tf.int32)), k)
   np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())

@@ -6,14 +6,14 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import beam_search
 from pointer_gen import config
-from pointer_gen import continuous_batching
-from pointer_gen import greedy_search
 from pointer_gen import model as model_lib
 from pointer_gen import precision
-from pointer_gen import search as search_lib
 from pointer_gen.model_config import ModelConfig
+from pointer_gen.search import beam as beam_search
+from pointer_gen.search import continuous_batching
+from pointer_gen.search import contract as search_lib
+from pointer_gen.search import registry as strategies
 
 from test_beam_search import VOCAB
 from test_beam_search import _articles
@@ -22,20 +22,23 @@ from test_beam_search import _random_model
 MAX_ENC_STEPS = 9
 
 
-@pytest.mark.parametrize("first_step_context,block,seed,compiled,slots,greedy", [
-    ("original", 0, 0, False, 3, False), ("zeros", 2, 1, False, 3, False),
-    ("original", 0, 0, True, 5, False), ("original", 0, 2, True, 3, True)])
+@pytest.mark.parametrize("first_step_context,block,seed,compiled,slots,name", [
+    ("original", 0, 0, False, 3, "beam"), ("zeros", 2, 1, False, 3, "beam"),
+    ("original", 0, 0, True, 5, "beam"),
+    *(("original", 0, 2, True, 3, name) for name in strategies.STRATEGIES if name != "beam")])
 def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, block, seed,
-                                                          compiled, slots, greedy):
-  """greedy: the strategy is greedy decoding (one row per slot), else the beam search."""
+                                                          compiled, slots, name):
+  """name: the registered strategy (every one but the beam search with its default settings;
+  the beam search with 3 beams and `block`)."""
   model = _random_model(pointer_gen=True, coverage=True, seed=seed)
   enc_input, enc_len, ext, _ = _articles(10, MAX_ENC_STEPS, seed)
   settings = search_lib.Settings(max_dec_steps=8, min_dec_steps=1,
                                  first_step_context=first_step_context)
   searched = attention.SearchAttention.of(config.HParams(compiled_attention=compiled), "decode")
-  strategy = (greedy_search.GreedySearch(settings, attention=searched) if greedy else
-              beam_search.BeamSearch(settings, beam_search.BeamSettings(
-                  beam_size=3, block_ngram_repeat=block), searched))
+  strategy_class = strategies.STRATEGIES[name]
+  options = (beam_search.BeamSettings(beam_size=3, block_ngram_repeat=block) if name == "beam"
+             else strategy_class.Options())
+  strategy = strategy_class(settings, options, searched)
   decoder = continuous_batching.SlotDecoder(model, strategy, num_slots=slots,
                                             max_enc_steps=MAX_ENC_STEPS)
   admitted = []

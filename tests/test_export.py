@@ -16,6 +16,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from pointer_gen import checkpoints
 from pointer_gen import config
+from pointer_gen import data
 from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import demo_data
@@ -24,6 +25,8 @@ from pointer_gen import model as model_lib
 from pointer_gen import records
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.search import contract
+from pointer_gen.search import registry as strategies
 
 from helpers import REPO
 from helpers import load_tool
@@ -147,6 +150,7 @@ def exported(tmp_path_factory):
                           str(REPO / "tests" / "helpers")], cwd=outside)
   client = json.loads(serving.finish(client))
   return {"root": root, "hps": hps, "vocab": vocab, "ckpt_path": ckpt_path, "saved": saved,
+          "val": corpus["val"],
           "export_dir": export_dir, "decoded": decoded, "p_gen_means": p_gen_means,
           "articles": articles, "client": client, "shown": client["shown"]}
 
@@ -217,6 +221,39 @@ def test_attention_signature(exported):
     assert not p_gens[i, num_words:].any()
   assert attention["article_tokens"][names.index("long")] == (
       exported["articles"][0].split()[:width])
+
+
+@pytest.mark.parametrize("name", list(strategies.STRATEGIES))
+def test_the_export_serves_every_strategys_summaries(exported, name):
+  """Each registered strategy, with its default settings, in the serving graph: the first
+  articles' summaries and log-probabilities are decode's search of them, and the `settings`
+  signature names the strategy and its own settings (as strategies.written). In process, without
+  a SavedModel written: the fresh-process client above serves the default."""
+  hps = exported["hps"].replace(search=name)
+  vocab = exported["vocab"]
+  model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+  checkpoints.restore_weights(model, exported["ckpt_path"])
+  settings = export.recorded_settings(hps, len(vocab), exported["ckpt_path"], STEP)
+  summarizer = export.Summarizer(model, str(exported["saved"] / "assets" / export.VOCAB_ASSET),
+                                 hps, settings)
+  served = {k: v.numpy() for k, v in summarizer.summarize(
+      tf.constant(exported["articles"][:DECODE_BATCH])).items()}
+
+  decode_hps = hps.replace(mode="decode", data_path=exported["val"], single_pass=True,
+                           batch_size=DECODE_BATCH)
+  _, dataset = data.input_pipeline(decode_hps, vocab, single_pass=True)
+  batch = next(iter(dataset))
+  search = decode.make_search(model, strategies.make(hps, contract.Settings.from_hparams(hps)))
+  found = decode.run_search(search, batch)
+  want = [" ".join(decode.Summary(vocab, result, example, hps.reads).words)
+          for result, example in zip(found, decode.examples([batch]))]
+  assert [s.decode("utf-8") for s in served["summary"]] == want
+  np.testing.assert_allclose(served["log_prob"], [r["log_prob"] for r in found], rtol=1e-5)
+  assert len(set(want)) > 1
+  signature = {k: v.numpy() for k, v in summarizer.settings().items()}
+  for key, value in strategies.written(hps, constants=True).items():
+    got = signature[key].decode("utf-8") if isinstance(value, str) else signature[key].item()
+    assert got == pytest.approx(value) if isinstance(value, float) else got == value, key
 
 
 def test_greedy_export_serves_beam_size_ones_summaries(exported):

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_gen import beam_search
 from pointer_gen import config
 from pointer_gen import export
 from pointer_gen import model as model_lib
-from pointer_gen import search as search_lib
 from pointer_gen import train
 from pointer_gen import training_state
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.search import beam as beam_search
+from pointer_gen.search import contract as search_lib
 
 from test_beam_search import _articles
 from test_beam_search import _random_model
@@ -73,11 +73,12 @@ def copy_model():
 
 def _decode(model, articles, first_step_context):
   """The fraction of `articles` decoded exactly, and each summary's log-probability."""
-  result = beam_search.beam_search(
-      model, articles["enc_input"], articles["enc_len"], articles["enc_input_ext"],
-      len(OOV_POSITIONS), search_lib.Settings(max_dec_steps=6, min_dec_steps=0,
-                                              first_step_context=first_step_context),
-      beam_search.BeamSettings(beam_size=4))
+  result = beam_search.BeamSearch(
+      search_lib.Settings(max_dec_steps=6, min_dec_steps=0,
+                          first_step_context=first_step_context),
+      beam_search.BeamSettings(beam_size=4)).search(
+          model, articles["enc_input"], articles["enc_len"], articles["enc_input_ext"],
+          len(OOV_POSITIONS))
   tokens, length = result["tokens"].numpy(), result["length"].numpy()
   return (np.mean([list(tokens[n, :length[n]]) == list(articles["target"][n])
                    for n in range(len(length))]), result["log_prob"].numpy())
@@ -115,9 +116,9 @@ def test_zeros_changes_only_the_first_step_inputs():
   enc_input, enc_len, ext = enc_input[:1], enc_len[:1], ext[:1]  # one article
 
   def compiled(**kwargs):
-    result = beam_search.beam_search(model, enc_input, enc_len, ext, num_oovs,
-                                     search_lib.Settings(max_steps, min_steps, **kwargs),
-                                     beam_search.BeamSettings(beam))
+    result = beam_search.BeamSearch(search_lib.Settings(max_steps, min_steps, **kwargs),
+                                    beam_search.BeamSettings(beam)).search(
+                                        model, enc_input, enc_len, ext, num_oovs)
     return (list(result["tokens"].numpy()[0, :result["length"].numpy()[0]]),
             float(result["log_prob"].numpy()[0]))
 

@@ -18,13 +18,13 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import beam_search
 from pointer_gen import config
 from pointer_gen import data
 from pointer_gen import model as model_lib
-from pointer_gen import search as search_lib
 from pointer_gen import tf1_checkpoint
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.search import beam as beam_search
+from pointer_gen.search import contract as search_lib
 
 from helpers import REPO
 
@@ -69,9 +69,10 @@ def _pointer_gen_winners(prefix, demo_corpus, compiled):
   settings = search_lib.Settings(max_dec_steps=MAX_STEPS, min_dec_steps=MIN_STEPS)
   searched = attention.SearchAttention.of(hps.replace(compiled_attention=compiled), "decode")
   # Eager: tracing the search would cost more than these few steps.
-  winners = beam_search.beam_search(model, batch["enc_input"], batch["enc_len"],
-                                    batch["enc_input_ext"], tf.reduce_max(batch["num_oovs"]),
-                                    settings, beam_search.BeamSettings(beam_size=BEAM), searched)
+  winners = beam_search.BeamSearch(settings, beam_search.BeamSettings(beam_size=BEAM),
+                                   searched).search(
+      model, batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
+      tf.reduce_max(batch["num_oovs"]))
   return {k: v.numpy() for k, v in winners.items()}, batch["enc_len"].numpy()
 
 

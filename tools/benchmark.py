@@ -54,7 +54,6 @@ from pointer_gen import attention
 from pointer_gen import bin_format
 from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import data_formats
 from pointer_gen import decode
@@ -65,11 +64,12 @@ from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import precision
 from pointer_gen import records
-from pointer_gen import search as search_lib
-from pointer_gen import strategies
 from pointer_gen import text
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.search import continuous_batching
+from pointer_gen.search import contract as search_lib
+from pointer_gen.search import registry as strategies
 import make_datafiles  # tools/, next to this script
 from process_memory import peak_rss_gb
 

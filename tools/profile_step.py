@@ -44,14 +44,14 @@ import tensorflow as tf
 
 import benchmark  # tools/, next to this script: its configurations, batches and data flags
 from pointer_gen import attention
-from pointer_gen import continuous_batching
 from pointer_gen import data
 from pointer_gen import environment
 from pointer_gen import precision
-from pointer_gen import search as search_lib
-from pointer_gen import strategies
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.search import continuous_batching
+from pointer_gen.search import contract as search_lib
+from pointer_gen.search import registry as strategies
 from trace_ops import op_events  # tools/, next to this script
 from trace_ops import read_trace
 
@@ -88,7 +88,7 @@ PROJECTION = ("vocab_projection", "output_hidden")
 
 
 # A search step's parts (op name markers, the first that matches wins), in the order printed:
-# the scopes of the model's layers and of beam_search.BeamSearch.advance's stages.
+# the scopes of the model's layers and of search.beam.BeamSearch.advance's stages.
 DECODE_PARTS = (("attention", ("/attention",)),
                 ("cell", ("/decoder", "/embedding")),
                 ("projection", PROJECTION),
@@ -104,7 +104,7 @@ DECODE_LEGEND = ("attention: scores (the XLA kernel), softmax, context, W_s; cel
                  "input projection, LSTM, p_gen; projection: output_hidden and vocab_projection; "
                  "softmax and top-k: of the vocabulary distribution; other candidates: the copy "
                  "distribution's candidates and the candidates' scores; visit, next_live, "
-                 "next_done, reorder decoder state, hold_ended: beam_search.BeamSearch.advance's "
+                 "next_done, reorder decoder state, hold_ended: search.beam.BeamSearch.advance's "
                  "stages; refill: encoding --slots articles and admitting them into the slots")
 
 

@@ -1,36 +1,69 @@
-"""The search strategies by name (`--search`), and the search's settings written out.
+"""The search strategies by name (`--search`), their own settings as flags, and the search's
+settings written out.
 
-A strategy is a search.Strategy in its own module; registering it is its line in STRATEGIES.
-Its own settings (its Options) are flags of the same names; one given with another strategy is
-an error naming it (check_flags). The search's settings are written out here alone, for
+A strategy is a contract.Strategy in its own module; registering it is its line in STRATEGIES.
+Its own settings (its Options, each declared with contract.setting) are flags of the same
+names, which config.py defines from `settings` and `--help` lists under decode; one given with
+another strategy is an error naming it (check_flags). The first line of a strategy's docstring
+is its part of --search's help. The search's settings are written out here alone, for
 single-pass decode's directory name (dir_name), its metrics.json and the export's `settings`
 signature (written).
 """
 
-from pointer_gen import beam_search
-from pointer_gen import greedy_search
 from pointer_gen.errors import DataError
+from pointer_gen.search import beam
+from pointer_gen.search import greedy
 
-# --search's choices, one line each: name -> search.Strategy class.
+# --search's choices, one line each: name -> contract.Strategy class.
 STRATEGIES = {
-    "beam": beam_search.BeamSearch,
-    "greedy": greedy_search.GreedySearch,
+    "beam": beam.BeamSearch,
+    "greedy": greedy.GreedySearch,
 }
 # The original's, which the decode directory's name and metrics.json leave unnamed.
 DEFAULT = "beam"
 
 
 def strategy_class(name):
-  """The search.Strategy class registered as `name`; DataError naming --search if none is."""
+  """The contract.Strategy class registered as `name`; DataError naming --search if none is."""
   if name not in STRATEGIES:
     raise DataError(f"--search={name}: expected one of {', '.join(STRATEGIES)}")
   return STRATEGIES[name]
 
 
+def settings():
+  """Every strategy's own settings as flags: (name, type, default, help), in registry order."""
+  return tuple(declared for strategy in STRATEGIES.values()
+               for declared in strategy.Options.declared())
+
+
+def metrics_after():
+  """{setting: the flag metrics.json writes it after}, of every strategy that places some."""
+  return {name: after for strategy in STRATEGIES.values()
+          for name, after in strategy.Options.metrics_after().items()}
+
+
+def search_help():
+  """--search's help: each strategy's name, the first line of its docstring and its flags."""
+
+  def described(name, strategy):
+    own = ", ".join(f"--{flag}" for flag in strategy.Options.flags())
+    line = strategy.__doc__.strip().splitlines()[0].rstrip(".")
+    return f"{name}: {line}" + (f" ({own})" if own else "")
+
+  return ("The search strategy of decode (single-pass and continuous), export and eval's "
+          "samples. " + "; ".join(described(*item) for item in STRATEGIES.items())
+          + ". A strategy's own flags are refused with another.")
+
+
 def make(hps, settings, attention=None):
-  """The strategy --search names, with search.Settings `settings`, its own settings from `hps`
-  and `attention` (an attention.SearchAttention; default attention.DEFAULT_SEARCH)."""
+  """The strategy --search names, with contract.Settings `settings`, its own settings from
+  `hps` and `attention` (an attention.SearchAttention; default attention.DEFAULT_SEARCH)."""
   return strategy_class(hps.search).from_hparams(hps, settings, attention)
+
+
+def check(hps):
+  """DataError naming the flag for a strategy name or setting the search cannot run with."""
+  strategy_class(hps.search).Options.from_hparams(hps)
 
 
 def check_flags(hps, given):

@@ -10,9 +10,9 @@ hypotheses; the visit stops once beam_size live hypotheses or beam_size results 
 ends at max_dec_steps or when beam_size results exist; the winner is the result (or, with none,
 the live hypothesis) of best average log-probability.
 
-`BeamSearch` is a search strategy (the contract in search.py): every article keeps its own step
-counter, and an article whose search has ended stays as it is while the others go on, so the
-same steps also run continuous batching (continuous_batching.py), where articles start at
+`BeamSearch` is a search strategy (the contract in contract.py): every article keeps its own
+step counter, and an article whose search has ended stays as it is while the others go on, so
+the same steps also run continuous batching (continuous_batching.py), where articles start at
 different steps.
 """
 
@@ -23,8 +23,10 @@ import tensorflow as tf
 
 from pointer_gen import layers
 from pointer_gen import precision
-from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.search import contract
+from pointer_gen.search.distribution import top_k
+from pointer_gen.search.distribution import top_of_final_distribution
 
 
 def _gather_beams(tensor, indices):
@@ -74,119 +76,6 @@ def _block_repeats(dist, tokens, step, n):
   return tf.tensor_scatter_nd_update(dist, indices, tf.zeros([tf.shape(where)[0]], dist.dtype))
 
 
-# Positions per block of top_k's first pass where no block size divides the width (the values
-# are then padded to a multiple of it): the fastest of 32-256 at beam search's widths.
-_TOP_K_BLOCK = 64
-# Block sizes tried first, smallest first: one that divides the width saves the padding's copy
-# of the values.
-_DIVIDING_BLOCKS = range(64, 129)
-
-
-def _block_size(width):
-  """top_k's block size for a width known when tracing (None: not known) and whether the
-  values must be padded to a multiple of it."""
-  for block in _DIVIDING_BLOCKS if width is not None else ():
-    if width % block == 0:
-      return block, False
-  return _TOP_K_BLOCK, True
-
-
-def top_k(values, k):
-  """tf.math.top_k(values, k) (values and ids; equal values: the lower id first) of values
-  [M, W], in two cheap passes instead of one slow one: the maxima of blocks of 64-128
-  positions, the top k blocks, then the top k among their values. The k largest values lie in
-  the k blocks of largest maxima (ties going to the lower block), and the chosen blocks are
-  kept in id order, so ties still go to the lower id. Returns values [M, k], ids [M, k] int32.
-  """
-  rows, width = tf.shape(values)[0], tf.shape(values)[1]
-  block, pad = _block_size(values.shape[1])
-  blocks = (width + block - 1) // block
-
-  def by_blocks():
-    tiled = values
-    if pad:
-      tiled = tf.pad(values, [[0, 0], [0, blocks * block - width]],
-                     constant_values=float("-inf"))  # [M, blocks*block]
-    tiled = tf.reshape(tiled, [rows, blocks, block])  # [M, blocks, block]
-    _, best = tf.math.top_k(tf.reduce_max(tiled, axis=2), k)  # [M, k]
-    best = tf.sort(best, axis=1)
-    candidates = tf.reshape(tf.gather(tiled, best, batch_dims=1),
-                            [rows, k * block])  # [M, k*block]
-    top, position = tf.math.top_k(candidates, k)  # [M, k]
-    return top, (tf.gather(best, position // block, batch_dims=1) * block
-                 + position % block)
-
-  return tf.cond(blocks >= k, by_blocks, lambda: tuple(tf.math.top_k(values, k)))
-
-
-def _flat_gather(values, ids):
-  """values [M, W] at ids [M, C] (each in [0, W)) -> [M, C], as one gather from the flattened
-  values (cheaper than a gather with batch_dims)."""
-  rows, width = tf.shape(values)[0], tf.shape(values)[1]
-  flat = tf.reshape(ids + tf.range(rows)[:, None] * width, [-1])  # [M*C]
-  return tf.reshape(tf.gather(tf.reshape(values, [-1]), flat), tf.shape(ids))
-
-
-def _vocabulary_terms(vocab_logits, k, article_ids):
-  """The k best P_vocab [M, k] with their ids [M, k] and, with article_ids [M, L] (else None),
-  P_vocab at those ids [M, L] (0 for an id outside the vocabulary or -1): the softmax, then
-  the top k of it (TensorFlow's ops alone)."""
-  with tf.name_scope("softmax"):
-    vocab_probs = tf.nn.softmax(vocab_logits)  # [M, V]
-  with tf.name_scope("top_k"):
-    best_probs, best = top_k(vocab_probs, k)  # [M, k]
-  if article_ids is None:
-    return best_probs, best, None
-  in_vocab = (article_ids >= 0) & (article_ids < tf.shape(vocab_logits)[1])  # [M, L]
-  return best_probs, best, tf.where(
-      in_vocab, _flat_gather(vocab_probs, tf.where(in_vocab, article_ids, 0)), 0.0)
-
-
-def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
-  """top_k(final_distribution(softmax(vocab_logits), attn, p_gen, ext_ids, ...), k) without
-  building the [M, V + N] distribution: k values [M, k] and extended ids [M, k] int32.
-
-  An id outside the article has probability p_gen * P_vocab, so the k best ids are among the k
-  best vocabulary ids and the article's own ids. Those candidates alone get their probability
-  (p_gen * P_vocab where in the vocabulary, plus the attention on the id summed over its
-  positions), and the best k of them are chosen with ties going to the lower id, as top_k over
-  the whole distribution does. (Where p_gen * P_vocab rounds two different P_vocab to one value
-  at the cut, the larger P_vocab is kept.) This replaces the padding, scatter and top-k passes
-  over [M, V + N] with a top-k over [M, V] and work over [M, L].
-
-  vocab_logits [M, V], attn [M, L], p_gen [M] (None: no copying), index:
-  search.copy_index(ext_ids) (or the search's memory, which holds it).
-  """
-  article_ids = None if p_gen is None else index["article_ids"]  # [M, L]
-  best_probs, best, article_vocab_probs = _vocabulary_terms(vocab_logits, k, article_ids)
-  if p_gen is None:
-    return best_probs, best
-  rows = tf.shape(vocab_logits)[0]
-  # The attention on each distinct article id, summed over its positions in article order
-  # (no gather into id order first, which costs more than the sums).
-  length = tf.shape(attn)[1]
-  segments = tf.reshape(index["copy_segment"] + tf.range(rows)[:, None] * length,
-                        [-1])  # [M*L]
-  copied = tf.reshape(tf.math.unsorted_segment_sum(tf.reshape(attn, [-1]), segments,
-                                                   rows * length),
-                      [rows, length])  # [M, L]: distinct id r's summed attention
-  is_id = article_ids >= 0  # [M, L]
-  article_probs = (p_gen[:, None] * article_vocab_probs
-                   + (1.0 - p_gen)[:, None] * copied)  # [M, L]
-  # A best vocabulary id that is also in the article is counted once, with the article's.
-  in_article = tf.reduce_any(best[:, :, None] == article_ids[:, None, :], axis=2)  # [M, k]
-  ids = tf.concat([best, article_ids], axis=1)  # [M, k + L]
-  probs = tf.concat([p_gen[:, None] * best_probs, article_probs], axis=1)  # [M, k + L]
-  valid = tf.concat([~in_article, is_id], axis=1)  # [M, k + L]
-  # One int64 key per candidate, larger for a larger probability, then for a lower id: the
-  # bits of a non-negative float32 order as the float does.
-  keys = (tf.cast(tf.bitcast(probs, tf.int32), tf.int64) * 2**32
-          + tf.cast(tf.int32.max - ids, tf.int64))  # [M, k + L]
-  _, position = tf.math.top_k(tf.where(valid, keys, -1), k)  # [M, k]
-  return (tf.gather(probs, position, batch_dims=1),
-          tf.gather(ids, position, batch_dims=1))
-
-
 class Hypotheses(NamedTuple):
   """Hypotheses of N articles, K each."""
   tokens: tf.Tensor  # [N, K, T] extended ids, [PAD] after the last
@@ -196,7 +85,7 @@ class Hypotheses(NamedTuple):
 
 
 class Beam(NamedTuple):
-  """The beam search's own part of the search state (search.State.hypotheses)."""
+  """The beam search's own part of the search state (contract.State.hypotheses)."""
   live: Hypotheses  # the K live hypotheses, best first
   done: Hypotheses  # the results in the order found: the first num_done of K
   done_score: tf.Tensor  # [N, K] each result's rank (_score), -inf where none
@@ -231,13 +120,18 @@ class Visit(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class BeamSettings(search_lib.StrategySettings):
-  """Beam search's own settings, each named as its flag. block_ngram_repeat=n > 0 forbids a
-  hypothesis to repeat one of its n-grams and length_penalty_alpha ranks by GNMT's length
-  penalty: extras, off by default, so that summaries are the original's."""
-  beam_size: int
-  block_ngram_repeat: int = 0
-  length_penalty_alpha: float | None = None
+class BeamSettings(contract.StrategySettings):
+  """Beam search's own settings, each its flag. The extras, block_ngram_repeat and
+  length_penalty_alpha, are off by default, so that summaries are the original's."""
+  beam_size: int = contract.setting(4, "Beam size for beam-search decoding.",
+                                      contract.positive, metrics_after="search")
+  block_ngram_repeat: int = contract.setting(
+      0, "Beam search extra, off by default: forbid a summary to repeat any of its n-grams of "
+      "this length.", contract.at_least(0), metrics_after="rouge_tokenizer")
+  length_penalty_alpha: float | None = contract.setting(
+      None, "Beam search extra, off by default (the original ranks by average "
+      "log-probability): rank by log-prob / ((5 + length) / 6) ** alpha (GNMT).",
+      metrics_after="block_ngram_repeat")
 
   def written(self, constants=False):
     alpha = self.length_penalty_alpha
@@ -259,22 +153,8 @@ class BeamSettings(search_lib.StrategySettings):
     return suffix
 
 
-def beam_search(model, enc_input, enc_len, enc_input_ext, max_oovs, settings, options,
-                attention=None):
-  """Decodes a batch of N articles with search.Settings `settings`, BeamSettings `options` and
-  `attention` (an attention.SearchAttention, see search.Strategy).
-
-  enc_input, enc_input_ext [N, L] int32; enc_len [N]; max_oovs: scalar, the widest OOV list.
-  Returns the winners (search's contract): tokens [N, max_dec_steps], length [N], score [N]
-  (average log-probability with the [START] token counted, as the original), log_prob [N],
-  p_gens [N, max_dec_steps] and, if settings.keep_attention, attn [N, max_dec_steps, L].
-  """
-  return BeamSearch(settings, options, attention).search(model, enc_input, enc_len,
-                                                        enc_input_ext, max_oovs)
-
-
-class BeamSearch(search_lib.Strategy):
-  """The original's beam search as a search strategy: beam_size rows per article."""
+class BeamSearch(contract.Strategy):
+  """the original's beam search, beam_size hypotheses an article."""
 
   Options = BeamSettings
 
@@ -282,7 +162,8 @@ class BeamSearch(search_lib.Strategy):
   def rows(self):
     return self.options.beam_size
 
-  def initial(self, decoder_state, articles, length, step=0):
+  def initial(self, decoder_state, memory, step=0):
+    articles, length = self.articles_and_length(memory)
     k, steps = self.rows, self.settings.max_dec_steps
     # Probabilities, p_gens and attention are float32 in every --precision.
     dtype = precision.OUTPUT_DTYPE
@@ -296,7 +177,7 @@ class BeamSearch(search_lib.Strategy):
           attn=(tf.zeros([articles, k, steps, length], dtype) if self.settings.keep_attention
                 else ()))
 
-    return search_lib.State(
+    return contract.State(
         step=tf.fill([articles], step), decoder_state=decoder_state,
         hypotheses=Beam(live=none(), done=none(),
                         done_score=tf.fill([articles, k], tf.constant(float("-inf"), dtype)),
@@ -329,12 +210,12 @@ class BeamSearch(search_lib.Strategy):
       num_done = beam.num_done + tf.reduce_sum(tf.cast(visit.done, tf.int32), axis=1)  # [N]
     with tf.name_scope("reorder_decoder_state"):
       flat_parent = _merge(parent + tf.range(tf.shape(parent)[0])[:, None] * k)  # [N*K]
-      new = search_lib.State(
+      new = contract.State(
           step=state.step + 1,
           decoder_state=tuple(tf.gather(s, flat_parent) for s in decoder_state),
           hypotheses=Beam(live, done, done_score, done_length, num_done))
     with tf.name_scope("hold_ended"):
-      return search_lib.hold_ended(state, new, ~self.finished(state), k)
+      return contract.hold_ended(state, new, ~self.finished(state), k)
 
   def _propose(self, model, memory, state, max_oovs):
     """Every live hypothesis's top 2K extensions of the final distribution (only the first
@@ -427,7 +308,7 @@ class BeamSearch(search_lib.Strategy):
                         outputs),
            found(visit.candidates.score), tf.broadcast_to((step + 1)[:, None], tf.shape(source)))
     return tf.nest.map_structure(
-        lambda value, old: tf.where(search_lib.expand_to(filled, old), value, old), new,
+        lambda value, old: tf.where(contract.expand_to(filled, old), value, old), new,
         (beam.done, beam.done_score, beam.done_length))
 
   def _extend(self, live, parents, tokens, log_prob, outputs):
@@ -459,7 +340,7 @@ class BeamSearch(search_lib.Strategy):
     def pick(done, live):
       chosen_done = tf.gather(done, best, batch_dims=1)
       chosen_live = tf.gather(live, best, batch_dims=1)
-      return tf.where(search_lib.expand_to(has_done, chosen_done), chosen_done, chosen_live)
+      return tf.where(contract.expand_to(has_done, chosen_done), chosen_done, chosen_live)
 
     chosen = tf.nest.map_structure(pick, beam.done, beam.live)
     result = {

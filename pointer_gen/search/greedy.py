@@ -1,26 +1,25 @@
 """Greedy decoding (`--search=greedy`): each article's one row takes the most probable token of
 the final distribution at every step, [STOP] only from min_dec_steps on.
 
-It is what the beam search (beam_search.py) does with one hypothesis, and gives its summaries
+It is what the beam search (beam.py) does with one hypothesis, and gives its summaries
 and scores at --beam_size=1: the same candidates (the top two of the final distribution, ties to
 the lower id), the same [STOP] rule and the same score, the average log-probability with the
-[START] token counted. It has no settings of its own (search.StrategySettings); the beam
-search's --beam_size, --block_ngram_repeat and --length_penalty_alpha are refused with it
-(strategies.check_flags).
+[START] token counted. It has no settings of its own (contract.StrategySettings); another
+strategy's are refused with it (registry.check_flags).
 """
 
 from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from pointer_gen import beam_search
 from pointer_gen import precision
-from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.search import contract
+from pointer_gen.search.distribution import top_of_final_distribution
 
 
 class Summaries(NamedTuple):
-  """Greedy decoding's own part of the search state (search.State.hypotheses): one summary an
+  """Greedy decoding's own part of the search state (contract.State.hypotheses): one summary an
   article."""
   tokens: tf.Tensor  # [N, T] extended ids, [PAD] after the last
   log_prob: tf.Tensor  # [N] the sum of the tokens' log-probabilities
@@ -29,16 +28,17 @@ class Summaries(NamedTuple):
   stopped: tf.Tensor  # [N] bool: [STOP] generated
 
 
-class GreedySearch(search_lib.Strategy):
-  """Greedy decoding as a search strategy: one row per article."""
+class GreedySearch(contract.Strategy):
+  """the most probable token at each step, the beam search's summaries at --beam_size=1."""
 
   rows = 1
 
-  def initial(self, decoder_state, articles, length, step=0):
+  def initial(self, decoder_state, memory, step=0):
+    articles, length = self.articles_and_length(memory)
     steps = self.settings.max_dec_steps
     # Probabilities, p_gens and attention are float32 in every --precision.
     dtype = precision.OUTPUT_DTYPE
-    return search_lib.State(
+    return contract.State(
         step=tf.fill([articles], step), decoder_state=decoder_state,
         hypotheses=Summaries(
             tokens=tf.fill([articles, steps], vocab_lib.PAD_ID),
@@ -59,8 +59,7 @@ class GreedySearch(search_lib.Strategy):
     vocab_logits, attn, p_gen, decoder_state = self.decoder_step(
         model, memory, state.decoder_state, previous)  # vocab_logits [N, V]
     # The best two: if the best is a [STOP] before min_dec_steps, the second is taken.
-    probs, ids = beam_search.top_of_final_distribution(vocab_logits, attn, p_gen, memory,
-                                                       2)  # [N, 2]
+    probs, ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory, 2)  # [N, 2]
     too_early = tf.equal(ids[:, 0], vocab_lib.STOP_ID) & (step < self.settings.min_dec_steps)
     pick = tf.cast(too_early, tf.int32)  # [N]
     best = tf.gather(ids, pick, batch_dims=1)  # [N]
@@ -77,7 +76,7 @@ class GreedySearch(search_lib.Strategy):
         log_prob=done.log_prob + tf.math.log(tf.gather(probs, pick, batch_dims=1)),
         p_gens=tf.where(now, p_gen[:, None], done.p_gens), attn=attn_now,
         stopped=tf.equal(best, vocab_lib.STOP_ID))
-    return search_lib.hold_ended(state, search_lib.State(step + 1, decoder_state, new),
+    return contract.hold_ended(state, contract.State(step + 1, decoder_state, new),
                                  ~self.finished(state), self.rows)
 
   def winners(self, state):

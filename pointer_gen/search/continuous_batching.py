@@ -2,12 +2,12 @@
 article, where a slot whose search has ended takes the next article at once instead of the whole
 batch waiting for its slowest article.
 
-It runs any search strategy (search.py; strategies.py names them). Every slot keeps its own
+It runs any search strategy (contract.py; registry.py names them). Every slot keeps its own
 step counter and hypotheses (the strategy's per-article search state), and each step is the
 strategy's `advance`, the same code as the one-batch search: an article's summary is the one it
 gets decoded alone. Memory (encoder states, features, mask, extended ids) lives in variables of
 max_enc_steps positions, updated in place for the slots that take a new article; the search
-state (a search.State of tensors) passes through three compiled functions: `_encode`
+state (a contract.State of tensors) passes through three compiled functions: `_encode`
 (the next num_slots articles in one encoder pass), `_admit` (start encoded articles' searches in
 the slots that are free) and `_run` (advance every slot until one more search has ended).
 Once no article is left, the searches still running are gathered into fewer rows (a power of
@@ -20,13 +20,13 @@ import itertools
 import numpy as np
 import tensorflow as tf
 
-from pointer_gen import search as search_lib
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.search import contract
 
 
 class SlotDecoder:
   """Decodes a stream of articles with `num_slots` searches side by side, each a search of
-  `strategy` (a search.Strategy, with its search.Settings and its attention, an
+  `strategy` (a contract.Strategy, with its contract.Settings and its attention, an
   attention.SearchAttention)."""
 
   def __init__(self, model, strategy, num_slots, max_enc_steps):
@@ -42,13 +42,13 @@ class SlotDecoder:
     units = 2 * hidden  # the attention's W_h features
     # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; when the attention
     # shares_memory the states and features are [S, max_enc_steps, ...], row s
-    # (search.SHARED_MEMORY). An empty slot's mask is all ones so that its (discarded)
+    # (contract.SHARED_MEMORY). An empty slot's mask is all ones so that its (discarded)
     # attention stays finite.
     shared = num_slots if self.strategy.shares_memory else rows
     self.memory = {
         "states": tf.Variable(tf.zeros([shared, max_enc_steps, 2 * hidden], dtype),
                               trainable=False),
-        # In the attention's memory_layout (search.memory_layout).
+        # In the attention's memory_layout (contract.memory_layout).
         "features": tf.Variable(self.strategy.attention.steps.memory_layout(
             tf.zeros([shared, max_enc_steps, units], dtype)), trainable=False),
         "mask": tf.Variable(tf.ones([rows, max_enc_steps], dtype), trainable=False),
@@ -64,8 +64,9 @@ class SlotDecoder:
     state = tuple(tf.zeros([rows] + spec.shape[1:].as_list(), spec.dtype)
                   for spec in model.cell.state_spec(max_enc_steps))
     # Empty slots stand at max_dec_steps: ended searches, which `advance` leaves alone.
-    self._empty = self.strategy.initial(state, num_slots, max_enc_steps,
-                                        step=settings.max_dec_steps)
+    self._empty = self.strategy.initial(
+        state, {name: tf.convert_to_tensor(v) for name, v in self.memory.items()},
+        step=settings.max_dec_steps)
     search_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, self._empty)
     ids = tf.TensorSpec([None, None], tf.int32)
     self._encode = tf.function(self._encode_articles, autograph=False, input_signature=[
@@ -87,7 +88,7 @@ class SlotDecoder:
     """Memory and step-0 decoder state of A articles (enc_input, enc_input_ext [A, L],
     L <= max_enc_steps; enc_len [A]), padded to max_enc_steps positions: ([A, max_enc_steps,
     ...] dict, [A, ...] tuple). One encoder pass for many articles, as a padded batch."""
-    memory, state = search_lib.encode(self.model, enc_input, enc_len, self.settings,
+    memory, state = contract.encode(self.model, enc_input, enc_len, self.settings,
                                       self.strategy.attention)
     memory["ext_ids"] = enc_input_ext
     pad = self.width - tf.shape(enc_input)[1]
@@ -96,11 +97,11 @@ class SlotDecoder:
       padding = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(value) - 2, 2], tf.int32)], 0)
       return tf.pad(value, padding)
 
-    memory = search_lib.memory_layout({name: padded(value) for name, value in memory.items()},
+    memory = contract.memory_layout({name: padded(value) for name, value in memory.items()},
                                       self.strategy.attention.steps)
     # Of the padded ids, as the attention spans max_enc_steps positions (those past an
     # article's end, id 0, get no attention).
-    memory.update(search_lib.copy_index(memory["ext_ids"]))
+    memory.update(contract.copy_index(memory["ext_ids"]))
     return memory, tuple(padded(part) if spans else part
                          for part, spans in zip(state, self._spans_memory))
 
@@ -109,13 +110,13 @@ class SlotDecoder:
     _encode) in `slots` [A]; returns the new search state."""
     memory, state = tf.nest.map_structure(lambda t: tf.gather(t, picks), encoded)
     k = self.strategy.rows
-    memory, state = search_lib.tile_rows(memory, state, k, self.strategy.shares_memory)
+    memory, state = contract.tile_rows(memory, state, k, self.strategy.shares_memory)
     rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1, 1])  # [A*K, 1]
     for name, variable in self.memory.items():
       variable.scatter_nd_update(slots[:, None] if self._shared(name) else rows,
                                  memory[name])  # [A(*K), max_enc_steps, ...]
-    started = self.strategy.initial(state, tf.size(slots), self.width)
-    return search_lib.map_state(
+    started = self.strategy.initial(state, memory)
+    return contract.map_state(
         lambda old, new: tf.tensor_scatter_nd_update(old, slots[:, None], new),  # [S, ...]
         lambda old, new: tf.tensor_scatter_nd_update(old, rows, new),  # [S*K, ...]
         search, started)
@@ -213,7 +214,7 @@ class SlotDecoder:
 
   def _shared(self, name):
     """Whether memory `name` has a row per slot (else a row per hypothesis)."""
-    return self.strategy.shares_memory and name in search_lib.SHARED_MEMORY
+    return self.strategy.shares_memory and name in contract.SHARED_MEMORY
 
   def _gather(self, search, memory, slots):
     """The search state and memory of `slots` alone, in that order."""
@@ -221,7 +222,7 @@ class SlotDecoder:
     rows = (np.array(slots, np.int32)[:, None] * k + np.arange(k, dtype=np.int32)).reshape(-1)
     memory = {name: tf.gather(value, slots if self._shared(name) else rows)
               for name, value in memory.items()}  # [n(*K), ...]
-    search = search_lib.map_state(lambda value: tf.gather(value, slots),  # [n, ...]
+    search = contract.map_state(lambda value: tf.gather(value, slots),  # [n, ...]
                                   lambda value: tf.gather(value, rows), search)  # [n*K, ...]
     return search, memory
 
