@@ -19,17 +19,22 @@ from pointer_gen.search.distribution import top_of_final_distribution
 
 
 class Summaries(NamedTuple):
-  """Greedy decoding's own part of the search state (contract.State.hypotheses): one summary an
-  article."""
+  """A one-row strategy's own part of the search state (contract.State.hypotheses): one
+  summary an article."""
   tokens: tf.Tensor  # [N, T] extended ids, [PAD] after the last
   log_prob: tf.Tensor  # [N] the sum of the tokens' log-probabilities
   p_gens: tf.Tensor  # [N, T]
   attn: Any  # [N, T, L] with Settings.keep_attention, else () (no tensor)
   stopped: tf.Tensor  # [N] bool: [STOP] generated
+  article: Any  # what the strategy keeps of each article for its choices (article_state)
 
 
 class GreedySearch(contract.Strategy):
-  """the most probable token at each step, the beam search's summaries at --beam_size=1."""
+  """the most probable token at each step, the beam search's summaries at --beam_size=1.
+
+  It is also the base of strategies that choose one token a step in another way (a subclass
+  overrides `choose`, and `article_state` for what its choices need of each article).
+  """
 
   rows = 1
 
@@ -45,24 +50,36 @@ class GreedySearch(contract.Strategy):
             log_prob=tf.zeros([articles], dtype), p_gens=tf.zeros([articles, steps], dtype),
             attn=(tf.zeros([articles, steps, length], dtype) if self.settings.keep_attention
                   else ()),
-            stopped=tf.zeros([articles], tf.bool)))
+            stopped=tf.zeros([articles], tf.bool), article=self.article_state(memory)))
+
+  def article_state(self, memory):
+    """What choose needs of each article, a nest of [N, ...] tensors made once from the rows'
+    memory; greedy decoding needs nothing."""
+    del memory
+    return ()
+
+  def choose(self, vocab_logits, attn, p_gen, memory, state, max_oovs):
+    """Each article's next token [N] (an extended id) and its probability [N] in the final
+    distribution: the most probable, the second if the first is a [STOP] before
+    min_dec_steps. vocab_logits [N, V], attn [N, L], p_gen [N] (None without copying)."""
+    del max_oovs  # the candidates are found without the whole extended distribution
+    probs, ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory, 2)  # [N, 2]
+    too_early = (tf.equal(ids[:, 0], vocab_lib.STOP_ID)
+                 & (state.step < self.settings.min_dec_steps))  # [N]
+    pick = tf.cast(too_early, tf.int32)  # [N]
+    return tf.gather(ids, pick, batch_dims=1), tf.gather(probs, pick, batch_dims=1)
 
   def finished(self, state):
     """Ended at max_dec_steps or with [STOP]."""
     return (state.step >= self.settings.max_dec_steps) | state.hypotheses.stopped
 
   def advance(self, model, memory, state, max_oovs):
-    del max_oovs  # the candidates are found without the whole extended distribution
     done, step = state.hypotheses, state.step
     previous = tf.gather(done.tokens, tf.maximum(step - 1, 0), batch_dims=1)  # [N]
     previous = tf.where(step > 0, previous, vocab_lib.START_ID)  # [N]
     vocab_logits, attn, p_gen, decoder_state = self.decoder_step(
         model, memory, state.decoder_state, previous)  # vocab_logits [N, V]
-    # The best two: if the best is a [STOP] before min_dec_steps, the second is taken.
-    probs, ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory, 2)  # [N, 2]
-    too_early = tf.equal(ids[:, 0], vocab_lib.STOP_ID) & (step < self.settings.min_dec_steps)
-    pick = tf.cast(too_early, tf.int32)  # [N]
-    best = tf.gather(ids, pick, batch_dims=1)  # [N]
+    best, prob = self.choose(vocab_logits, attn, p_gen, memory, state, max_oovs)  # [N] each
     dtype = done.log_prob.dtype
     if p_gen is None:
       p_gen = tf.ones([tf.shape(vocab_logits)[0]], dtype)  # [N]
@@ -73,11 +90,11 @@ class GreedySearch(contract.Strategy):
       attn_now = tf.where(now[:, :, None], attn[:, None, :], done.attn)  # [N, T, L]
     new = Summaries(
         tokens=tf.where(now, best[:, None], done.tokens),
-        log_prob=done.log_prob + tf.math.log(tf.gather(probs, pick, batch_dims=1)),
+        log_prob=done.log_prob + tf.math.log(prob),
         p_gens=tf.where(now, p_gen[:, None], done.p_gens), attn=attn_now,
-        stopped=tf.equal(best, vocab_lib.STOP_ID))
+        stopped=tf.equal(best, vocab_lib.STOP_ID), article=done.article)
     return contract.hold_ended(state, contract.State(step + 1, decoder_state, new),
-                                 ~self.finished(state), self.rows)
+                               ~self.finished(state), self.rows)
 
   def winners(self, state):
     done = state.hypotheses
