@@ -4,10 +4,9 @@
                        the search's settings and state, the memory it decodes from, and how a
                        strategy declares settings of its own (`setting`)
   distribution         the best candidates of the final distribution, which strategies share
-  beam                 `--search=beam`: the original's beam search, compiled
-  greedy               `--search=greedy`: the most probable token a step
   registry             `--search`: the strategies by name, their settings as flags, written out
   continuous_batching  single-pass decode's slots, each taking the next article when done
 
-A new strategy is a module here and its line in registry.STRATEGIES (docs/extending.md).
+and one module per strategy, each registered by its line in registry.STRATEGIES (beam: the
+original's beam search, the default). Adding one: docs/extending.md.
 """
