@@ -13,11 +13,13 @@ signature (written).
 from pointer_gen.errors import DataError
 from pointer_gen.search import beam
 from pointer_gen.search import greedy
+from pointer_gen.search import sample
 
 # --search's choices, one line each: name -> contract.Strategy class.
 STRATEGIES = {
     "beam": beam.BeamSearch,
     "greedy": greedy.GreedySearch,
+    "sample": sample.Sampling,
 }
 # The original's, which the decode directory's name and metrics.json leave unnamed.
 DEFAULT = "beam"
