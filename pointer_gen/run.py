@@ -14,7 +14,6 @@ if __name__ == "__main__":
 
 from absl import app
 from absl import flags
-from absl import logging
 
 from pointer_gen import config
 from pointer_gen import data
@@ -65,7 +64,6 @@ def main(argv):
       {"decode": decode, "export": export}[hps.mode].run(hps, vocab)
     stopping.exit_if_requested()
   except (DataError, OutputError, train.NonFiniteError) as e:
-    logging.error("%s", e)
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)
 

@@ -5,9 +5,11 @@ test_data.py, the contradiction messages in test_raw_text.py."""
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -17,6 +19,7 @@ from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
 from helpers import REPO
+from helpers import project_error_lines
 from helpers import run_main
 from helpers import settle
 from helpers import tiny_flags
@@ -176,12 +179,72 @@ def test_the_oov_warning_names_a_small_vocab_when_the_vocab_records_the_datas_to
   assert "another tokenizer" not in with_record
 
 
-def test_the_readmes_commands_leave_nothing_untracked(tmp_path):
-  """What the README's commands write in the checkout is ignored by git."""
+# The flags of the documented commands that name where they write, and the tools' --json_out
+# defaults: each written path, relative to the checkout, must be ignored by git.
+_WRITTEN_BY_FLAG = re.compile(
+    r"--(?:log_root|out_dir|output|export_dir)=([A-Za-z0-9_.][^\s`'\"\\]*)")
+_JSON_OUT_DEFAULT = re.compile(r'(?:DEFINE_string\(|set_default\()"json_out", "([^"]+)"')
+
+
+def test_what_the_documented_commands_write_in_the_checkout_is_ignored_by_git():
   if not (REPO / ".git").exists():
     pytest.skip("not a git checkout")
-  written = ["runs/demo/train/checkpoint", "exports/pgen/1/saved_model.pb", "attention.html",
-             ".venv/bin/python", "runs/demo_data/vocab"]
-  result = subprocess.run(["git", "check-ignore", "--no-index", *written], cwd=REPO,
+  docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+  written = {m.group(1) for doc in docs for m in _WRITTEN_BY_FLAG.finditer(doc.read_text("utf-8"))}
+  written |= {m.group(1) for tool in (REPO / "tools").glob("*.py")
+              for m in _JSON_OUT_DEFAULT.finditer(tool.read_text("utf-8"))}
+  # A directory's contents, for the values that name one; the README's own list besides.
+  paths = sorted({f"{w}/train/checkpoint" if "." not in w else w for w in written} | {
+      "runs/demo/train/checkpoint", "exports/pgen/1/saved_model.pb", "attention.html",
+      ".venv/bin/python", "runs/demo_data/vocab", "vocab.tokenization.json"})
+  assert {"logs/train/checkpoint", "data/chunked/train/checkpoint"} <= set(paths)
+  result = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=REPO,
                           capture_output=True, text=True, check=False)
-  assert sorted(result.stdout.split()) == sorted(written)
+  assert sorted(result.stdout.split()) == paths
+
+
+@pytest.mark.parametrize("case", ["directory", "unreadable", "missing"])
+def test_a_vocab_path_that_is_no_readable_file_is_named_for_what_it_is_in_one_line(
+    demo_corpus, tmp_path, capsys, monkeypatch, case):
+  path = tmp_path / "vocab"
+  expected = {
+      "directory": f"error: --vocab_path={path}: a directory, not a vocab file: give the vocab "
+                   "file ('word count' lines) itself, e.g. the file named vocab in it",
+      "unreadable": f"error: --vocab_path={path}: cannot read the file (Permission denied)",
+      "missing": f"error: --vocab_path={path}: no such file"}[case]
+  if case == "directory":
+    path.mkdir()
+  elif case == "unreadable":
+    shutil.copy(demo_corpus["vocab"], path)
+    path.chmod(0)
+    if os.geteuid() == 0:  # root reads any file: the refusal it would get, for this path only
+      real_open = open
+
+      def refusing_open(name, *args, **kwargs):
+        if os.fspath(name) == str(path):
+          raise PermissionError(13, "Permission denied", str(path))
+        return real_open(name, *args, **kwargs)
+
+      monkeypatch.setattr(vocab_lib, "open", refusing_open, raising=False)
+  code, err = _train(capsys, demo_corpus, tmp_path / "runs", f"--vocab_path={path}")
+  assert code == 1
+  # The error once: no log line repeats it.
+  assert project_error_lines(err) == [expected]
+  assert err.count(str(path)) == 1
+  assert not (tmp_path / "runs").exists()
+
+
+def test_an_error_is_printed_once_by_the_command(demo_corpus, tmp_path):
+  """As the user runs it (absl's logging set up by app.run, which the in-process runs lack):
+  the `error:` line alone, no log line repeating it."""
+  vocab_dir = tmp_path / "demo_data"
+  vocab_dir.mkdir()
+  result = subprocess.run(
+      [sys.executable, "-m", "pointer_gen.run", f"--data_path={demo_corpus['train']}",
+       f"--vocab_path={vocab_dir}", f"--log_root={tmp_path / 'runs'}", "--exp_name=run"],
+      cwd=REPO, capture_output=True, text=True, check=False)
+  assert result.returncode == 1
+  assert project_error_lines(result.stderr) == [
+      f"error: --vocab_path={vocab_dir}: a directory, not a vocab file: give the vocab file "
+      "('word count' lines) itself, e.g. the file named vocab in it"]
+  assert result.stderr.count(f"--vocab_path={vocab_dir}") == 1
