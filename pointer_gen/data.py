@@ -151,7 +151,6 @@ class RecordSource:
     self.data_format = data_format
     self.single_pass = single_pass
     self.skips = records.SkipCounter()
-    self._skips_logged = 0  # the skips' total when the epoch lines last reported it
     self._rng = random.Random(seed)
     self.error = None
 
@@ -185,8 +184,7 @@ class RecordSource:
         yielded += 1
         yield record.article, "\n".join(record.abstract_sentences)
       if self.single_pass:
-        if self.skips.total:
-          logging.warning("Data: %s", self.skips.summary())
+        self.skips.log_summary()
         logging.info("Finished one pass over %d files (%d examples).", len(paths), yielded)
         return
       if not yielded:
@@ -207,9 +205,7 @@ class RecordSource:
     return (total - self.log_ahead - self.log_every // 2) // self.log_every
 
   def _log_epochs(self, first, last, examples):
-    if self.skips.total != self._skips_logged:
-      logging.warning("Data: %s", self.skips.summary())
-      self._skips_logged = self.skips.total
+    self.skips.log_summary()
     if first == last:
       logging.info("Finished data epoch %d; starting the next.", last)
     else:

@@ -3,6 +3,7 @@ they get, and that nothing was written where the message says nothing was. The r
 references and directory are checked in test_raw_text.py, a bad record met on every pass in
 test_data.py, the contradiction messages in test_raw_text.py."""
 
+import itertools
 import json
 import os
 import re
@@ -15,6 +16,8 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import data
+from pointer_gen import data_formats
+from pointer_gen import records
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
@@ -248,3 +251,50 @@ def test_an_error_is_printed_once_by_the_command(demo_corpus, tmp_path):
       f"error: --vocab_path={vocab_dir}: a directory, not a vocab file: give the vocab file "
       "('word count' lines) itself, e.g. the file named vocab in it"]
   assert result.stderr.count(f"--vocab_path={vocab_dir}") == 1
+
+
+def _jsonl_with_a_cut_line(demo_corpus, path, count, bad_index):
+  """The first `count` records of the demo corpus as JSONL, the line `bad_index` (0-based) cut
+  short of its closing brace; returns that line's length."""
+  recs = itertools.islice(data_formats.read_records(records.expand_glob(demo_corpus["train"]), "auto",
+                                                    records.SkipCounter()), count)
+  lines = [json.dumps({"article": r.article, "abstract_sentences": r.abstract_sentences})
+           for r in recs]
+  lines[bad_index] = lines[bad_index][:-1]
+  path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+  return len(lines[bad_index])
+
+
+def test_a_bad_record_is_logged_and_counted_once_with_the_files_line_number(
+    demo_corpus, tmp_path, capsys, caplog):
+  """Read by the start-up check of unknown words and by the training, in several epochs."""
+  path = tmp_path / "train.jsonl"
+  length = _jsonl_with_a_cut_line(demo_corpus, path, 24, 5)
+  with caplog.at_level("INFO"):
+    code, err = _train(capsys, demo_corpus, tmp_path / "runs", f"--data_path={path}",
+                       "--num_train_steps=12", "--log_every_n_steps=1")
+  assert code == 0, err
+  assert [m for m in caplog.messages if "skipped" in m] == [
+      f"{path}: record 5: skipped, invalid JSON (line 6, column {length + 1}: Expecting ',' "
+      "delimiter)"]
+
+
+def test_a_bad_record_is_logged_and_counted_once_by_a_decode(
+    demo_corpus, tiny_run, tmp_path, capsys, caplog):
+  """Read by the start-up check, the decode and its n-gram figures' reading of the articles."""
+  path = tmp_path / "test.jsonl"
+  length = _jsonl_with_a_cut_line(demo_corpus, path, 8, 5)
+  shutil.copytree(tiny_run, tmp_path / "run", ignore=shutil.ignore_patterns("trainer.lock"))
+  with caplog.at_level("INFO"):
+    code, _, err = run_main(capsys, f"--log_root={tmp_path}", "--exp_name=run", "--mode=decode",
+                            "--single_pass", f"--data_path={path}", "--max_dec_steps=4",
+                            "--min_dec_steps=1", "--raw_tokenizer=whitespace")
+  assert code == 0, err
+  assert [m for m in caplog.messages if "skipped" in m] == [
+      f"{path}: record 5: skipped, invalid JSON (line 6, column {length + 1}: Expecting ',' "
+      "delimiter)",
+      "Data: skipped 1 records (invalid JSON: 1)"]
+  [decode_dir] = (tmp_path / "run").glob("decode_test_jsonl_*")
+  result = json.loads((decode_dir / "metrics.json").read_text(encoding="utf-8"))
+  assert result["skipped_records"] == {"invalid JSON": 1}
+  assert result["num_examples"] == 7
