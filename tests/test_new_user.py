@@ -17,9 +17,12 @@ import tensorflow as tf
 
 from pointer_gen import data
 from pointer_gen import data_formats
+from pointer_gen import decode
 from pointer_gen import records
+from pointer_gen import tfrecord_format
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.errors import OutputError
 
 from helpers import REPO
 from helpers import project_error_lines
@@ -298,3 +301,60 @@ def test_a_bad_record_is_logged_and_counted_once_by_a_decode(
   result = json.loads((decode_dir / "metrics.json").read_text(encoding="utf-8"))
   assert result["skipped_records"] == {"invalid JSON": 1}
   assert result["num_examples"] == 7
+
+
+def _decode(capsys, log_root, data_path, *args):
+  """(exit code, stderr) of a single-pass decode of the tiny run copied to `log_root`/run."""
+  code, _, err = run_main(capsys, f"--log_root={log_root}", "--exp_name=run", "--mode=decode",
+                          "--single_pass", f"--data_path={data_path}", "--max_dec_steps=4",
+                          "--min_dec_steps=1", *args)
+  return code, err
+
+
+def test_a_decode_that_fails_before_its_first_summary_leaves_nothing_behind(
+    demo_corpus, tiny_run, tmp_path, capsys):
+  shutil.copytree(tiny_run, tmp_path / "run", ignore=shutil.ignore_patterns("trainer.lock"))
+  before = _tree(tmp_path / "run")
+  # The last record damaged, past the examples the start-up check of unknown words reads: the
+  # decode's own count of the records, after it has chosen its directory, finds it.
+  path = tmp_path / "test.tfrecord"
+  count = data.OOV_CHECK_EXAMPLES + 5
+  recs = itertools.islice(data_formats.read_records(records.expand_glob(demo_corpus["train"]),
+                                                    "auto", records.SkipCounter()), count)
+  tfrecord_format.TFRECORD.write(str(path), list(recs))
+  damaged = bytearray(path.read_bytes())
+  damaged[-10] ^= 0xFF
+  path.write_bytes(bytes(damaged))
+  code, err = _decode(capsys, tmp_path, path)
+  assert code == 1
+  [line] = project_error_lines(err)
+  assert line.startswith(f"error: {path}: record {count - 1} at byte "), line
+  assert "corrupted record" in line
+  assert _tree(tmp_path / "run") == before
+  # The original's endless decode, whose directory is <run>/decode.
+  code, err = _decode(capsys, tmp_path, path, "--nosingle_pass", "--max_decode_examples=1")
+  assert code == 1
+  assert "corrupted record" in project_error_lines(err)[0]
+  assert _tree(tmp_path / "run") == before
+
+
+def test_a_decode_that_fails_after_its_first_summary_keeps_what_it_wrote(
+    demo_corpus, tiny_run, tmp_path, capsys, monkeypatch):
+  shutil.copytree(tiny_run, tmp_path / "run", ignore=shutil.ignore_patterns("trainer.lock"))
+  write_example = decode.SinglePassDecoder._write_example
+
+  def full_after_two(self, index, summary):
+    if index == 2:
+      raise OutputError(f"{self.dec_dir}: no space left on device")
+    write_example(self, index, summary)
+
+  monkeypatch.setattr(decode.SinglePassDecoder, "_write_example", full_after_two)
+  code, err = _decode(capsys, tmp_path, demo_corpus["val"])
+  assert code == 1
+  [decode_dir] = (tmp_path / "run").glob("decode_*")
+  assert project_error_lines(err) == [f"error: {decode_dir}/decoded: no space left on device"]
+  assert sorted(os.listdir(decode_dir / "decoded")) == ["000000_decoded.txt",
+                                                         "000001_decoded.txt"]
+  assert sorted(os.listdir(decode_dir / "reference")) == ["000000_reference.txt",
+                                                           "000001_reference.txt"]
+  assert len((decode_dir / "per_example.jsonl").read_text(encoding="utf-8").splitlines()) == 3
