@@ -59,7 +59,8 @@ def _run_mode():
   strategy = (distribute.make_strategy(hps.strategy, hps.tpu)
               if hps.mode == "train" and not hps.checkpoint_utility else None)
   if hps.mode != "export" and not hps.checkpoint_utility:
-    data.warn_if_many_oovs(hps, vocab)
+    # Before the first write too: a training on data the vocab does not fit stops here.
+    data.check_unknown_words(hps, vocab)
   if hps.checkpoint_utility or hps.mode == "export":
     # One-shot writes with their own clean-up: Ctrl-C interrupts them as usual.
     stopping.exit_if_requested()

@@ -158,15 +158,15 @@ def test_a_vocab_size_equal_in_effect_to_the_recorded_one_is_accepted(demo_corpu
 def _oov_warnings(caplog, hps, vocab):
   caplog.clear()
   with caplog.at_level("WARNING"):
-    data.warn_if_many_oovs(hps, vocab)
+    data.check_unknown_words(hps, vocab)
   return [m for m in caplog.messages if "out of the vocabulary" in m]
 
 
 def test_the_oov_warning_names_a_small_vocab_when_the_vocab_records_the_datas_tokenization(
     demo_corpus, tmp_path, caplog):
-  """The demo data with a vocab of its 100 most frequent words: made with the data's own
-  tokenisation (recorded beside it), the cause is its size; without the record, the
-  tokenisation is asked about too."""
+  """The demo data with a vocab of its 100 most frequent words: neither another tokenisation nor
+  other data would explain the rate, so the cause is its size, and the record of its
+  tokenisation, when there is one, is named."""
   path = tmp_path / "vocab"
   with open(demo_corpus["vocab"], encoding="utf-8") as f:
     path.write_text("".join(next(f) for _ in range(100)), encoding="utf-8")
@@ -174,15 +174,15 @@ def test_the_oov_warning_names_a_small_vocab_when_the_vocab_records_the_datas_to
   hps = settle(f"--data_path={demo_corpus['val']}", f"--vocab_path={path}",
                f"--log_root={tmp_path}", "--exp_name=small", "--vocab_size=0")
   [without_record] = _oov_warnings(caplog, hps, vocab)
-  assert without_record.endswith("was the vocab made with another tokenizer or case "
-                                 "(tools/make_vocab.py --tokenizer, --lowercase)?")
+  assert without_record.endswith(
+      "--lowercase=false: the vocab holds too few of this data's words (104 entries): make it "
+      "from more of the training data (tools/make_vocab.py).")
   vocab_lib.write_tokenization(str(path), "whitespace", False)
   [with_record] = _oov_warnings(caplog, hps, vocab)
   assert with_record.endswith(
-      f"the vocab was made with this tokenisation ({path}.tokenization.json records it), so it "
-      "holds too few of this data's words (104 entries): make it from more of the training "
-      "data (tools/make_vocab.py)")
-  assert "another tokenizer" not in with_record
+      f"--lowercase=false: the vocab, made with this tokenisation ({path}.tokenization.json "
+      "records it), holds too few of this data's words (104 entries): make it from more of "
+      "the training data (tools/make_vocab.py).")
 
 
 # The flags of the documented commands that name where they write, and the tools' --json_out
@@ -259,8 +259,8 @@ def test_an_error_is_printed_once_by_the_command(demo_corpus, tmp_path):
 def _jsonl_with_a_cut_line(demo_corpus, path, count, bad_index):
   """The first `count` records of the demo corpus as JSONL, the line `bad_index` (0-based) cut
   short of its closing brace; returns that line's length."""
-  recs = itertools.islice(data_formats.read_records(records.expand_glob(demo_corpus["train"]), "auto",
-                                                    records.SkipCounter()), count)
+  recs = itertools.islice(data_formats.read_records(
+      records.expand_glob(demo_corpus["train"]), "auto", records.SkipCounter()), count)
   lines = [json.dumps({"article": r.article, "abstract_sentences": r.abstract_sentences})
            for r in recs]
   lines[bad_index] = lines[bad_index][:-1]
@@ -358,3 +358,88 @@ def test_a_decode_that_fails_after_its_first_summary_keeps_what_it_wrote(
   assert sorted(os.listdir(decode_dir / "reference")) == ["000000_reference.txt",
                                                            "000001_reference.txt"]
   assert len((decode_dir / "per_example.jsonl").read_text(encoding="utf-8").splitlines()) == 3
+
+
+_REFUSED = ("Training on articles mostly unknown to the vocab is refused (over 50 %); "
+            "--allow_unknown_words trains anyway.")
+_OTHER_DATA = ("the vocab seems made from other data: only {} of its 100 most frequent words "
+               "occur in these articles. Give the vocab of this data (tools/make_vocab.py makes "
+               "one).")
+
+
+def test_training_with_a_vocab_of_other_data_is_refused_before_anything_is_written(
+    demo_corpus, tmp_path, capsys, caplog):
+  """A vocab of words the demo data never uses: every token is unknown."""
+  path = tmp_path / "vocab"
+  path.write_text("".join(f"zzword{i} {1000 - i}\n" for i in range(600)), encoding="utf-8")
+  code, err = _train(capsys, demo_corpus, tmp_path / "runs", f"--vocab_path={path}")
+  assert code == 1
+  figure = (f"100.0 % of the article tokens of the first examples (up to 200) of "
+            f"--data_path={demo_corpus['train']} are out of the vocabulary {path} with "
+            "--tokenizer=whitespace --lowercase=false: ")
+  assert project_error_lines(err) == [f"error: {figure}{_OTHER_DATA.format(0)} {_REFUSED}"]
+  assert not (tmp_path / "runs").exists()
+  # The flag trains anyway, with the same figure and cause as a warning.
+  with caplog.at_level("WARNING"):
+    code, err = _train(capsys, demo_corpus, tmp_path / "runs", f"--vocab_path={path}",
+                       "--allow_unknown_words")
+  assert code == 0, err
+  assert [m for m in caplog.messages if "out of the vocabulary" in m] == [
+      f"{figure}{_OTHER_DATA.format(0)}"]
+  assert (tmp_path / "runs" / "run" / "train" / "checkpoint").exists()
+
+
+def test_the_new_users_vocab_of_other_data_is_refused(demo_corpus, vietnews, tmp_path, capsys):
+  """The issue's case: the demo data with vietnews' vocab, cut to the demo's --vocab_size."""
+  code, err = _train(capsys, demo_corpus, tmp_path / "runs",
+                     f"--vocab_path={vietnews / 'vocab'}")
+  assert code == 1
+  [line] = project_error_lines(err)
+  assert float(re.match(r"error: (\d+\.\d) % of the article tokens ", line).group(1)) > 50
+  assert line.endswith(f"--lowercase=false: {_OTHER_DATA.format(5)} {_REFUSED}")
+  assert "--vocab_size" not in line and "tokenisation" not in line
+  assert not (tmp_path / "runs").exists()
+
+
+def _check(data_path, vocab_path, tmp_path, *args):
+  hps = settle(f"--data_path={data_path}", f"--vocab_path={vocab_path}",
+               f"--log_root={tmp_path}", "--exp_name=run", *args)
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  return lambda: data.check_unknown_words(hps, vocab)
+
+
+def test_training_with_a_vocab_cut_short_by_vocab_size_is_refused_naming_it(
+    demo_corpus, tmp_path):
+  check = _check(demo_corpus["train"], demo_corpus["vocab"], tmp_path, "--vocab_size=12")
+  with pytest.raises(DataError) as refusal:
+    check()
+  message = str(refusal.value)
+  entries = len(vocab_lib.Vocab.from_file(demo_corpus["vocab"], 0))
+  assert re.search(rf"--lowercase=false: --vocab_size=12 keeps only the file's first entries; "
+                   rf"the whole file \({entries} entries, --vocab_size=0\) would leave \d+\.\d %: "
+                   r"a larger --vocab_size makes fewer words unknown\. Training on",
+                   message), message
+  assert message.endswith(_REFUSED)
+  assert "other data" not in message and "tokenisation" not in message
+
+
+def test_training_with_another_tokenisation_than_the_vocabs_is_refused_naming_it(
+    demo_corpus, tmp_path):
+  """The demo articles upper-cased as raw JSONL: its lower-case vocab (without the record of its
+  tokenisation, which would refuse --lowercase=false outright) knows them lower-cased."""
+  vocab = tmp_path / "vocab"
+  shutil.copy(demo_corpus["vocab"], vocab)
+  path = tmp_path / "upper.jsonl"
+  recs = itertools.islice(data_formats.read_records(records.expand_glob(demo_corpus["train"]),
+                                                    "auto", records.SkipCounter()), 50)
+  path.write_text("".join(json.dumps({"article": r.article.upper(), "abstract": "a ."}) + "\n"
+                          for r in recs), encoding="utf-8")
+  check = _check(path, vocab, tmp_path, "--raw_tokenizer=whitespace")
+  with pytest.raises(DataError) as refusal:
+    check()
+  message = str(refusal.value)
+  assert re.search(r"--lowercase=false: the vocab seems made with another tokenisation "
+                   r"\(tools/make_vocab\.py --tokenizer, --lowercase\): with "
+                   r"--tokenizer=\w+ --lowercase=true it would be \d+\.\d %\. Training on",
+                   message), message
+  assert "other data" not in message and "--vocab_size" not in message
