@@ -1,4 +1,4 @@
-"""What a new user met on a fresh clone (issue 40), each case run as the user ran it: the message
+"""What a new user met on a fresh clone (issues 40 and 50), each case run as the user ran it: the message
 they get, and that nothing was written where the message says nothing was. The raw JSONL decode's
 references and directory are checked in test_raw_text.py, a bad record met on every pass in
 test_data.py, the contradiction messages in test_raw_text.py."""
@@ -211,7 +211,7 @@ def test_what_the_documented_commands_write_in_the_checkout_is_ignored_by_git():
 
 @pytest.mark.parametrize("case", ["directory", "unreadable", "missing"])
 def test_a_vocab_path_that_is_no_readable_file_is_named_for_what_it_is_in_one_line(
-    demo_corpus, tmp_path, capsys, monkeypatch, case):
+    demo_corpus, tiny_run, tmp_path, capsys, monkeypatch, case):
   path = tmp_path / "vocab"
   expected = {
       "directory": f"error: --vocab_path={path}: a directory, not a vocab file: give the vocab "
@@ -238,6 +238,14 @@ def test_a_vocab_path_that_is_no_readable_file_is_named_for_what_it_is_in_one_li
   assert project_error_lines(err) == [expected]
   assert err.count(str(path)) == 1
   assert not (tmp_path / "runs").exists()
+  # A run with a recorded vocab, which is compared with the one given, says the same.
+  shutil.copytree(tiny_run, tmp_path / "trained" / "run",
+                  ignore=shutil.ignore_patterns("trainer.lock"))
+  code, _, err = run_main(capsys, f"--log_root={tmp_path / 'trained'}", "--exp_name=run",
+                          "--mode=decode", "--single_pass", f"--data_path={demo_corpus['val']}",
+                          f"--vocab_path={path}")
+  assert code == 1
+  assert project_error_lines(err) == [expected]
 
 
 def test_an_error_is_printed_once_by_the_command(demo_corpus, tmp_path):
