@@ -50,8 +50,8 @@ Decoding and serving:
                        registry (`--search`), one module per strategy (beam, greedy), each
                        declaring its own settings, and single-pass decode's continuous batching
   decode               `--mode=decode`: single-pass with ROUGE, or endless with attention
-  attention_view       a summary's attention as decode's JSON record and as a picture
-  bitmap_font          a 5x7 pixel font drawn with TensorFlow ops, for that picture
+  attention_view       a summary's attention as decode's JSON record and as a picture (its
+                       text in Pillow's bundled font)
   eval_samples         `--eval_samples`: eval's decoded articles for TensorBoard, handed to
                        evaluate by the entry point
   export               `--mode=export`: a self-contained SavedModel, raw text to summaries

@@ -69,6 +69,9 @@ def define_flags():
                    "--search): [STOP] is not taken before this step.")
   f.DEFINE_integer("vocab_size", 50000, "Vocab entries read from the file, the 4 specials "
                    "included; 0 reads the whole file.")
+  f.DEFINE_boolean("allow_unknown_words", False, "Train even when over half of the first "
+                   "articles' tokens are out of the vocabulary (a vocab of other data, a small "
+                   "--vocab_size, another tokenisation), which is refused otherwise.")
   f.DEFINE_float("lr", 0.15, "Adagrad learning rate.")
   f.DEFINE_float("adagrad_init_acc", 0.1, "Initial Adagrad accumulator value.")
   f.DEFINE_float("rand_unif_init_mag", 0.02, "Magnitude of the LSTM weights' uniform init.")
@@ -209,6 +212,7 @@ class _Flags:
   search: str = search_registry.DEFAULT
   min_dec_steps: int = 35
   vocab_size: int = 50000
+  allow_unknown_words: bool = False
   lr: float = 0.15
   adagrad_init_acc: float = 0.1
   rand_unif_init_mag: float = 0.02

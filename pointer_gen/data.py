@@ -16,6 +16,7 @@ from pointer_gen import records
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.errors import flag_text
 
 # Number of batches whose examples are grouped by article length, as the original's
 # bucketing cache (bucketing_cache_size=100).
@@ -151,7 +152,6 @@ class RecordSource:
     self.data_format = data_format
     self.single_pass = single_pass
     self.skips = records.SkipCounter()
-    self._skips_logged = 0  # the skips' total when the epoch lines last reported it
     self._rng = random.Random(seed)
     self.error = None
 
@@ -185,8 +185,7 @@ class RecordSource:
         yielded += 1
         yield record.article, "\n".join(record.abstract_sentences)
       if self.single_pass:
-        if self.skips.total:
-          logging.warning("Data: %s", self.skips.summary())
+        self.skips.log_summary()
         logging.info("Finished one pass over %d files (%d examples).", len(paths), yielded)
         return
       if not yielded:
@@ -207,9 +206,7 @@ class RecordSource:
     return (total - self.log_ahead - self.log_every // 2) // self.log_every
 
   def _log_epochs(self, first, last, examples):
-    if self.skips.total != self._skips_logged:
-      logging.warning("Data: %s", self.skips.summary())
-      self._skips_logged = self.skips.total
+    self.skips.log_summary()
     if first == last:
       logging.info("Finished data epoch %d; starting the next.", last)
     else:
@@ -268,42 +265,65 @@ def make_dataset(source, table, vocab_size, hps, batch_size=None):
   return ds.prefetch(tf.data.AUTOTUNE)
 
 
-# The article tokens of the first examples are looked up to catch a vocab made with another
-# tokenizer or case. On BBC news (200 validation articles), a 50k vocab counted with the
-# whitespace tokenizer, case kept, leaves 11.7 % of a `--tokenizer=punct --lowercase` run's tokens
-# unknown, the matching vocab 2.2 %: a rate alone does not tell, a rate that another tokenisation
-# would halve does.
+# The article tokens of the first examples are looked up to catch a vocab that does not fit the
+# data. On BBC news (200 validation articles), a 50k vocab counted with the whitespace tokenizer,
+# case kept, leaves 11.7 % of a `--tokenizer=punct --lowercase` run's tokens unknown, the
+# matching vocab 2.2 %: a rate alone does not tell, a rate that another tokenisation would halve
+# does. Over OOV_REFUSAL_RATE, a training is refused (docs/bad-input.md says why 50 %).
 OOV_CHECK_EXAMPLES = 200
 OOV_WARNING_RATE = 0.15
+OOV_REFUSAL_RATE = 0.5
 OOV_MIN_GAIN = 0.03
+# A vocab is taken as one of other data when fewer than half of its most frequent words occur in
+# the first articles: a vocab counted from the data, even from another split of it, has nearly
+# all of them there.
+TOP_WORDS = 100
+TOP_WORDS_PRESENT = 0.5
 
 
-def article_oov_rate(hps, vocab, tokenizer=None, lowercase=None, num_examples=OOV_CHECK_EXAMPLES):
-  """The share of the (truncated) article tokens of the first `num_examples` examples of
-  --data_path that are not in `vocab`, tokenised as `tokenizer`/`lowercase` (default: as the
-  run reads them: `HParams.reads`); None without tokens."""
-  tokenizer = hps.reads[0] if tokenizer is None else tokenizer
-  lowercase = hps.reads[1] if lowercase is None else lowercase
-  examples = data_formats.read_records(records.expand_glob(hps.data_path), hps.data_format,
-                                       records.SkipCounter(), **json_fields(hps))
-  articles = [r.article for r in itertools.islice(examples, num_examples)]
-  if not articles:
+class _Sample:
+  """The truncated article tokens of the first OOV_CHECK_EXAMPLES examples of --data_path, by
+  tokenisation, read from the files once."""
+
+  def __init__(self, hps):
+    self.max_enc_steps = hps.max_enc_steps
+    examples = data_formats.read_records(records.expand_glob(hps.data_path), hps.data_format,
+                                         records.SkipCounter(), **json_fields(hps))
+    self.articles = [r.article for r in itertools.islice(examples, OOV_CHECK_EXAMPLES)]
+    self._tokens = {}
+
+  def tokens(self, tokenization):
+    """The tokens as `tokenization` (tokenizer, lowercase) makes them."""
+    if tokenization not in self._tokens:
+      ragged = text.tokenize(self.articles, *tokenization)[:, :self.max_enc_steps]  # [N, (L)]
+      self._tokens[tokenization] = ragged.flat_values  # [sum of L]
+    return self._tokens[tokenization]
+
+  def unknown_rate(self, vocab, tokenization):
+    """The share of the tokens not in `vocab`; None without tokens."""
+    ids = vocab.lookup_table().lookup(self.tokens(tokenization))  # [sum of L]
+    total = int(tf.size(ids))
+    if not total:
+      return None
+    return int(tf.reduce_sum(tf.cast(ids == vocab_lib.UNK_ID, tf.int32))) / total
+
+  def top_words_present(self, vocab, tokenization):
+    """(present, considered): how many of the vocab's TOP_WORDS most frequent words occur."""
+    top = vocab.words[len(vocab_lib.SPECIALS):len(vocab_lib.SPECIALS) + TOP_WORDS]
+    seen = set(self.tokens(tokenization).numpy().tolist())
+    return sum(w.encode("utf-8") in seen for w in top), len(top)
+
+
+def check_unknown_words(hps, vocab):
+  """Looks up the first articles' tokens in `vocab`; returns the share out of vocabulary. A
+  training over OOV_REFUSAL_RATE is a DataError unless --allow_unknown_words; otherwise a rate
+  over OOV_WARNING_RATE, or one another --tokenizer/--lowercase would halve, is a warning. Both
+  name the rate, the vocab, the tokenisation and the causes the data and vocab show (`_causes`)."""
+  sample = _Sample(hps)
+  if not sample.articles:
     return None
-  tokens = text.tokenize(articles, tokenizer, lowercase)[:, :hps.max_enc_steps]  # [N, (L)]
-  ids = vocab.lookup_table().lookup(tokens.flat_values)  # [sum of L]
-  total = int(tf.size(ids))
-  return int(tf.reduce_sum(tf.cast(ids == vocab_lib.UNK_ID, tf.int32))) / total if total else None
-
-
-def warn_if_many_oovs(hps, vocab):
-  """Logs a warning when more than OOV_WARNING_RATE of the first articles' tokens are out of
-  vocabulary, or when another --tokenizer/--lowercase would leave fewer than half as many (and
-  OOV_MIN_GAIN fewer), naming the rate, the vocab, --tokenizer and --lowercase and the likely
-  cause; returns the rate. The cause named: --vocab_size, when the whole vocab file would leave
-  fewer than half as many (and OOV_MIN_GAIN fewer); the tokenisation, unless the vocab's
-  `.tokenization.json` records this very one; else a vocab too small for the data."""
   reads = hps.reads
-  rate = article_oov_rate(hps, vocab, *reads)
+  rate = sample.unknown_rate(vocab, reads)
   if rate is None:
     return None
   sidecar = vocab_lib.read_tokenization(hps.vocab_path)
@@ -313,30 +333,53 @@ def warn_if_many_oovs(hps, vocab):
   rates = {}
   if not same_tokenization:
     others = [(t, l) for t in text.TOKENIZERS for l in (False, True) if (t, l) != reads]
-    rates = {s: article_oov_rate(hps, vocab, *s) for s in others}
+    rates = {s: sample.unknown_rate(vocab, s) for s in others}
   best = min(rates, key=lambda s: rates[s], default=None)
-  better = best is not None and _much_lower(rates[best], rate)
-  if rate <= OOV_WARNING_RATE and not better:
+  better = best if best is not None and _much_lower(rates[best], rate) else None
+  if rate <= OOV_WARNING_RATE and better is None:
     return rate
-  if _warned_truncation(hps, vocab, rate):
-    return rate
-  if same_tokenization:
-    recorded_in = vocab_lib.tokenization_path(hps.vocab_path)
-    cause = (f"the vocab was made with this tokenisation ({recorded_in} records it), so it holds "
-             f"too few of this data's words ({len(vocab)} entries): make it from more of the "
-             "training data (tools/make_vocab.py)")
-  else:
-    cause = ("was the vocab made with another tokenizer or case (tools/make_vocab.py "
-             "--tokenizer, --lowercase)?")
-    if better:
-      cause += (f" With --tokenizer={best[0]} --lowercase={str(best[1]).lower()} it would be "
-                f"{100 * rates[best]:.1f} %.")
-  logging.warning(
-      "%.1f %% of the article tokens of the first examples (up to %d) of --data_path=%s are out of "
-      "the vocabulary %s with --tokenizer=%s --lowercase=%s: %s",
-      100 * rate, OOV_CHECK_EXAMPLES, hps.data_path, hps.vocab_path, reads[0],
-      str(reads[1]).lower(), cause)
+  causes = _causes(hps, vocab, sample, rate, better and (better, rates[better]), sidecar,
+                   same_tokenization)
+  message = (f"{100 * rate:.1f} % of the article tokens of the first examples (up to "
+             f"{OOV_CHECK_EXAMPLES}) of --data_path={hps.data_path} are out of the vocabulary "
+             f"{hps.vocab_path} with --tokenizer={reads[0]} --lowercase={flag_text(reads[1])}: "
+             f"{causes}")
+  if hps.mode == "train" and rate > OOV_REFUSAL_RATE and not hps.allow_unknown_words:
+    raise DataError(f"{message} Training on articles mostly unknown to the vocab is refused "
+                    f"(over {100 * OOV_REFUSAL_RATE:.0f} %); --allow_unknown_words trains anyway.")
+  logging.warning("%s", message)
   return rate
+
+
+def _causes(hps, vocab, sample, rate, better, sidecar, same_tokenization):
+  """The likely causes of `rate`, each only where the data and the vocab show it: a
+  --vocab_size that cut off words the whole file has; another tokenisation (`better`: it and
+  its rate) that would halve it; a vocab of other data, whose most frequent words the articles
+  lack. Without any of them, a vocab too small for the data."""
+  causes = []
+  whole = _whole_vocab_rate(hps, vocab, sample, rate)
+  if whole is not None:
+    causes.append(f"--vocab_size={hps.vocab_size} keeps only the file's first entries; the whole "
+                  f"file ({whole[0]} entries, --vocab_size=0) would leave {100 * whole[1]:.1f} %: "
+                  "a larger --vocab_size makes fewer words unknown.")
+  tokenizations = [hps.reads]
+  if better is not None:
+    (tokenizer, lowercase), other_rate = better
+    tokenizations.append((tokenizer, lowercase))
+    causes.append(f"the vocab seems made with another tokenisation (tools/make_vocab.py "
+                  f"--tokenizer, --lowercase): with --tokenizer={tokenizer} "
+                  f"--lowercase={flag_text(lowercase)} it would be {100 * other_rate:.1f} %.")
+  present, considered = max(sample.top_words_present(vocab, t) for t in tokenizations)
+  if considered and present < TOP_WORDS_PRESENT * considered:
+    causes.append(f"the vocab seems made from other data: only {present} of its {considered} most "
+                  "frequent words occur in these articles. Give the vocab of this data "
+                  "(tools/make_vocab.py makes one).")
+  if causes:
+    return " ".join(causes)
+  recorded = (f", made with this tokenisation ({vocab_lib.tokenization_path(hps.vocab_path)} "
+              "records it)," if same_tokenization and sidecar is not None else "")
+  return (f"the vocab{recorded} holds too few of this data's words ({len(vocab)} entries): make "
+          "it from more of the training data (tools/make_vocab.py).")
 
 
 def _much_lower(other_rate, rate):
@@ -344,22 +387,14 @@ def _much_lower(other_rate, rate):
   return other_rate < rate / 2 and rate - other_rate >= OOV_MIN_GAIN
 
 
-def _warned_truncation(hps, vocab, rate):
-  """Logs the warning that names --vocab_size when the whole vocab file, of which --vocab_size
-  kept only the first entries, would leave much fewer tokens unknown than `rate`; returns
-  whether it did. Read only when a warning is due: the file may hold millions of words."""
+def _whole_vocab_rate(hps, vocab, sample, rate):
+  """(entries, rate) of the whole vocab file when --vocab_size kept only its first entries and
+  the whole file would leave much fewer tokens unknown than `rate`, else None. Read only when a
+  message is due: the file may hold millions of words."""
   if not hps.vocab_size or len(vocab) < hps.vocab_size:
-    return False  # the whole file was read
+    return None  # the whole file was read
   whole = vocab_lib.Vocab.from_file(hps.vocab_path, 0)
   if len(whole) == len(vocab):
-    return False
-  whole_rate = article_oov_rate(hps, whole)
-  if not _much_lower(whole_rate, rate):
-    return False
-  logging.warning(
-      "%.1f %% of the article tokens of the first examples (up to %d) of --data_path=%s are out of "
-      "the vocabulary %s as cut by --vocab_size=%d; the whole file (%d entries, --vocab_size=0) "
-      "would leave %.1f %%: a larger --vocab_size makes fewer words unknown.",
-      100 * rate, OOV_CHECK_EXAMPLES, hps.data_path, hps.vocab_path, hps.vocab_size, len(whole),
-      100 * whole_rate)
-  return True
+    return None
+  whole_rate = sample.unknown_rate(whole, hps.reads)
+  return (len(whole), whole_rate) if _much_lower(whole_rate, rate) else None

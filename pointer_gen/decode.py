@@ -1,10 +1,12 @@
 """`--mode=decode`: the search (--search) over articles; single-pass evaluation runs with ROUGE and
 repetition figures, or the original's endless logging of random examples with attention JSON."""
 
+import contextlib
 import itertools
 import json
 import os
 import re
+import shutil
 import time
 
 from absl import logging
@@ -116,6 +118,21 @@ def reference_sentences(abstract, tokenizer, lowercase):
   return [s for s in sentences if s]
 
 
+@contextlib.contextmanager
+def _removed_if_failed_unwritten(directory, wrote):
+  """Removes `directory` when it did not exist before and the decode in the block fails before
+  `wrote()`: a decode that fails at start-up (corrupt data, a search that does not compile)
+  leaves no empty directory that looks like a decode begun; one that fails later keeps what it
+  wrote, which a rerun resumes from."""
+  new = not os.path.exists(directory)
+  try:
+    yield
+  except BaseException:
+    if new and not wrote():
+      shutil.rmtree(directory, ignore_errors=True)
+    raise
+
+
 class Summary:
   """One decoded example, as words: the search's `result` for the article `example`, whose
   data `reads` (tokenizer, lowercase) make the reference's tokens."""
@@ -171,6 +188,7 @@ class SinglePassDecoder:
     self.step = checkpoints.step_of(ckpt_path) or 0
     self.ref_dir = os.path.join(self.dir, "reference")
     self.dec_dir = os.path.join(self.dir, "decoded")
+    self.wrote = False  # whether this run wrote an example's files
 
   def _already_decoded(self):
     """How many examples an interrupted run completed (decoded files 0..k-1 present)."""
@@ -192,6 +210,10 @@ class SinglePassDecoder:
           os.remove(os.path.join(directory, name))
 
   def run(self):
+    with _removed_if_failed_unwritten(self.dir, lambda: self.wrote):
+      return self._decode()
+
+  def _decode(self):
     done = self._already_decoded()
     self._remove_partial_writes()
     make_output_dir(self.ref_dir)
@@ -222,6 +244,7 @@ class SinglePassDecoder:
         # a kill between the two then leaves a surplus line (dropped on resume), never a
         # decoded example without its line (which the resume refuses).
         with stopping.critical():
+          self.wrote = True
           log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
                                 "steps": summary.num_steps}) + "\n")
           log.flush()
@@ -386,6 +409,7 @@ class CheckpointFollowingDecoder:
     self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
     self.dir = os.path.join(hps.run_dir, "decode")
     self.vis_dir = os.path.join(self.dir, "attn_vis")
+    self.count = 0  # the examples this run decoded and wrote
 
   def _vis_files(self):
     """The attn_vis/NNNNNN.json files present as (index, name), oldest (lowest) first."""
@@ -393,6 +417,10 @@ class CheckpointFollowingDecoder:
     return sorted((int(m.group(1)), m.group(0)) for m in found if m)
 
   def run(self):
+    with _removed_if_failed_unwritten(self.dir, lambda: self.count > 0):
+      self._decode()
+
+  def _decode(self):
     make_output_dir(self.vis_dir)
     # Numbering goes on after an earlier run's files, so that the newest have the highest.
     earlier = self._vis_files()
@@ -402,7 +430,6 @@ class CheckpointFollowingDecoder:
         self.hps, contract.Settings.from_hparams(self.hps, keep_attention=True),
         attention_lib.SearchAttention.of(self.hps, "view")))
     last_load = time.time()
-    count = 0
     for batch in dataset:
       if stopping.requested():
         break
@@ -416,8 +443,8 @@ class CheckpointFollowingDecoder:
       with stopping.critical():
         self._write_attention(index, example, summary)
       index += 1
-      count += 1
-      if self.hps.max_decode_examples and count >= self.hps.max_decode_examples:
+      self.count += 1
+      if self.hps.max_decode_examples and self.count >= self.hps.max_decode_examples:
         break
       if time.time() - last_load >= RELOAD_SECS:
         self._reload()

@@ -18,9 +18,14 @@ def _json_object(raw, index):
   except UnicodeDecodeError as e:
     raise records.Skip("invalid UTF-8", f"line {index + 1}, byte {e.start}: {e.reason}") from e
   try:
-    obj = json.loads(line)
-  # Besides JSONDecodeError (a ValueError), json.loads raises a plain ValueError for integers
-  # over Python's digit limit and RecursionError for deeply nested arrays or objects.
+    # Without its end, which would make a cut-off line's fault a second line's first column.
+    obj = json.loads(line.rstrip("\r\n"))
+  except json.JSONDecodeError as e:
+    # Its own message counts lines and columns within the string: the file's line number and
+    # the column in that line say where instead.
+    raise records.Skip("invalid JSON", f"line {index + 1}, column {e.pos + 1}: {e.msg}") from e
+  # Besides JSONDecodeError, json.loads raises a plain ValueError for integers over Python's
+  # digit limit and RecursionError for deeply nested arrays or objects.
   except (ValueError, RecursionError) as e:
     raise records.Skip("invalid JSON", f"line {index + 1}: {e}") from e
   if not isinstance(obj, dict):

@@ -8,6 +8,7 @@ one bad example does not stop a long run.
 """
 
 import collections
+import contextlib
 import glob
 import itertools
 import os
@@ -51,11 +52,13 @@ def expand_glob(pattern, flag="--data_path"):
 class SkipCounter:
   """Counts skipped records by reason and logs the first few of each reason. A record is counted
   and logged once, however many passes over the data meet it (training reads its files again
-  every epoch)."""
+  every epoch), and, inside `one_count_per_record`, however many readers meet it: there every
+  SkipCounter made shares one count."""
 
   def __init__(self):
-    self.counts = collections.Counter()
-    self._seen = set()  # (source, index) of the records counted
+    self._tally = _shared_tally or _Tally()
+    self.counts = self._tally.counts
+    self._seen = self._tally.seen
 
   @property
   def total(self):
@@ -75,6 +78,13 @@ class SkipCounter:
       logging.warning("Skipped %d records for %r; further ones are only counted",
                       count, reason)
 
+  def log_summary(self):
+    """Logs the summary line when records were skipped since the last one logged (by any
+    counter sharing this one's count)."""
+    if self.total != self._tally.total_logged:
+      logging.warning("Data: %s", self.summary())
+      self._tally.total_logged = self.total
+
   def summary(self):
     if not self.counts:
       return "skipped 0 records"
@@ -83,6 +93,32 @@ class SkipCounter:
     if max(self.counts.values()) > MAX_LOGGED_PER_REASON:
       text += f"; only the first {MAX_LOGGED_PER_REASON} of each reason were logged"
     return text
+
+
+class _Tally:
+  """What SkipCounters that count together share."""
+
+  def __init__(self):
+    self.counts = collections.Counter()
+    self.seen = set()  # (source, index) of the records counted
+    self.total_logged = 0  # the total in the last summary line logged
+
+
+_shared_tally = None
+
+
+@contextlib.contextmanager
+def one_count_per_record():
+  """Within it, every SkipCounter counts into one tally: a command's start-up checks, its
+  training or eval and eval's samples read the same records, and a bad one is logged and
+  counted once, not once by each."""
+  global _shared_tally
+  outer = _shared_tally
+  _shared_tally = outer or _Tally()
+  try:
+    yield
+  finally:
+    _shared_tally = outer
 
 
 def abstract_to_sentences(text):

@@ -14,7 +14,6 @@ if __name__ == "__main__":
 
 from absl import app
 from absl import flags
-from absl import logging
 
 from pointer_gen import config
 from pointer_gen import data
@@ -24,6 +23,7 @@ from pointer_gen import environment
 from pointer_gen import eval_samples
 from pointer_gen import evaluate
 from pointer_gen import export
+from pointer_gen import records
 from pointer_gen import settle
 from pointer_gen import train
 from pointer_gen import train_utilities
@@ -41,33 +41,39 @@ def main(argv):
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   stopping.exit_if_requested()  # a signal while TensorFlow was being imported
   try:
-    hps = settle.hparams(FLAGS)
-    # Before the first write (the run's record): a file that is not a vocab stops here.
-    vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-    settle.record_raw_text(hps, FLAGS)
-    environment.configure_tensorflow(hps.debug)
-    # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
-    strategy = (distribute.make_strategy(hps.strategy, hps.tpu)
-                if hps.mode == "train" and not hps.checkpoint_utility else None)
-    if hps.mode != "export" and not hps.checkpoint_utility:
-      data.warn_if_many_oovs(hps, vocab)
-    if hps.checkpoint_utility or hps.mode == "export":
-      # One-shot writes with their own clean-up: Ctrl-C interrupts them as usual.
-      stopping.exit_if_requested()
-      stopping.uninstall()
-    if hps.checkpoint_utility:
-      train_utilities.run(hps, vocab)
-    elif hps.mode == "train":
-      train.run(hps, vocab, strategy)
-    elif hps.mode == "eval":
-      evaluate.run(hps, vocab, samples=eval_samples.Samples)
-    else:
-      {"decode": decode, "export": export}[hps.mode].run(hps, vocab)
-    stopping.exit_if_requested()
+    with records.one_count_per_record():
+      _run_mode()
   except (DataError, OutputError, train.NonFiniteError) as e:
-    logging.error("%s", e)
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)
+
+
+def _run_mode():
+  """The checks of the flags, the vocab and the data, then the mode's run."""
+  hps = settle.hparams(FLAGS)
+  # Before the first write (the run's record): a file that is not a vocab stops here.
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  settle.record_raw_text(hps, FLAGS)
+  environment.configure_tensorflow(hps.debug)
+  # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
+  strategy = (distribute.make_strategy(hps.strategy, hps.tpu)
+              if hps.mode == "train" and not hps.checkpoint_utility else None)
+  if hps.mode != "export" and not hps.checkpoint_utility:
+    # Before the first write too: a training on data the vocab does not fit stops here.
+    data.check_unknown_words(hps, vocab)
+  if hps.checkpoint_utility or hps.mode == "export":
+    # One-shot writes with their own clean-up: Ctrl-C interrupts them as usual.
+    stopping.exit_if_requested()
+    stopping.uninstall()
+  if hps.checkpoint_utility:
+    train_utilities.run(hps, vocab)
+  elif hps.mode == "train":
+    train.run(hps, vocab, strategy)
+  elif hps.mode == "eval":
+    evaluate.run(hps, vocab, samples=eval_samples.Samples)
+  else:
+    {"decode": decode, "export": export}[hps.mode].run(hps, vocab)
+  stopping.exit_if_requested()
 
 
 def parse_flags(argv):

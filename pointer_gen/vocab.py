@@ -36,15 +36,11 @@ class Vocab:
   @classmethod
   def from_file(cls, path, max_size):
     """Reads `path`; keeps at most `max_size` entries including the 4 specials (0 = all)."""
-    if not path:
-      raise DataError("--vocab_path is required (the vocab file of the data set)")
-    if not os.path.isfile(path):
-      raise DataError(f"--vocab_path={path}: no such file")
     words = []
     seen = {}
     shape = _VocabShape(path)
     skipped = []  # (line number, line) of the lines that are not `word count`
-    with open(path, "rb") as f:
+    with open_vocab_file(path) as f:
       for line_no, raw in enumerate(f, start=1):
         if max_size and len(words) + len(SPECIALS) >= max_size:
           break
@@ -113,6 +109,23 @@ class Vocab:
         tf.constant(self._id_to_word, tf.string),
         tf.range(len(self._id_to_word), dtype=tf.int32))
     return tf.lookup.StaticHashTable(initializer, default_value=UNK_ID)
+
+
+def open_vocab_file(path):
+  """`path` opened for reading as bytes; a DataError naming --vocab_path when it is empty, a
+  directory, missing or unreadable, each with its own message: a directory reported as missing
+  sent the user looking for a file that is there."""
+  if not path:
+    raise DataError("--vocab_path is required (the vocab file of the data set)")
+  if os.path.isdir(path):
+    raise DataError(f"--vocab_path={path}: a directory, not a vocab file: give the vocab file "
+                    "('word count' lines) itself, e.g. the file named vocab in it")
+  if not os.path.exists(path):
+    raise DataError(f"--vocab_path={path}: no such file")
+  try:
+    return open(path, "rb")
+  except OSError as e:
+    raise DataError(f"--vocab_path={path}: cannot read the file ({e.strerror})") from e
 
 
 class _VocabShape:

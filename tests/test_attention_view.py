@@ -1,51 +1,21 @@
-"""The attention picture: the bitmap font, the layout, colours and p_gen bars of
-attention_view.image, hand-checked pixels; and the TensorBoard summaries written with core
-TensorFlow, read back."""
+"""The attention picture: its size, margins, layout, colours and p_gen bars of
+attention_view.image, its text's height and descenders at actual size, hand-checked pixels; and
+the TensorBoard summaries written with core TensorFlow, read back."""
 
 import types
 
 import numpy as np
-import pytest
+from PIL import Image
+from PIL import ImageDraw
+from PIL import ImageFont
 import tensorflow as tf
 
 from pointer_gen import attention_view
-from pointer_gen import bitmap_font
 from pointer_gen import eval_samples
 from pointer_gen import tensorboard_log
 
-CELL, LABEL = attention_view.CELL, attention_view.LABEL_SIZE
-
-
-def _glyph(char):
-  """The glyph's rows as written in the table: [7, 5] bool."""
-  return np.array([[p == "#" for p in row] for row in bitmap_font.GLYPHS[char].split()])
-
-
-def test_the_font_has_every_printable_character_once():
-  assert sorted(map(ord, bitmap_font.GLYPHS)) == list(range(32, 127))
-  for char, rows in bitmap_font.GLYPHS.items():
-    assert [len(row) for row in rows.split()] == [5] * 7, char
-    assert set(rows) <= {"#", ".", " "}, char
-  # No two characters look the same (the space is the only blank one).
-  drawn = {rows.replace(" ", "") for rows in bitmap_font.GLYPHS.values()}
-  assert len(drawn) == len(bitmap_font.GLYPHS)
-  assert [c for c, rows in bitmap_font.GLYPHS.items() if "#" not in rows] == [" "]
-
-
-def test_words_are_drawn_cell_by_cell_cut_to_fit_with_unknown_characters_as_question_marks():
-  masks = bitmap_font.text_masks(tf.constant(["Ab", "épée 中", "abcdefgh", ""]), 4).numpy()
-  assert masks.shape == (4, 8, 24)  # 4 cells of 6 x 8 pixels
-  # Each character: its glyph top left in its cell, a blank row below and column right.
-  first = masks[0]
-  np.testing.assert_array_equal(first[:7, 0:5], _glyph("A"))
-  np.testing.assert_array_equal(first[:7, 6:11], _glyph("b"))
-  assert not first[7].any() and not first[:, 5].any() and not first[:, 11].any()
-  assert not first[:, 12:].any()  # the cells after the word stay blank
-  # é and 中 are outside ASCII: one ? each (a character, not its UTF-8 bytes).
-  np.testing.assert_array_equal(masks[1], bitmap_font.text_masks(tf.constant(["?p?e"]), 4)[0])
-  # Cut after 4 characters; an empty word is blank.
-  np.testing.assert_array_equal(masks[2], bitmap_font.text_masks(tf.constant(["abcd"]), 4)[0])
-  assert not masks[3].any()
+CELL, LABEL, MARGIN = attention_view.CELL, attention_view.LABEL_SIZE, attention_view.MARGIN
+CORNER = MARGIN + LABEL  # the heatmap's top-left pixel, down and across
 
 
 def _record(p_gens=(0.5, 1.0)):
@@ -59,14 +29,31 @@ def _record(p_gens=(0.5, 1.0)):
   return record
 
 
-def test_the_picture_layout_colours_and_p_gen_bars():
-  pixels = attention_view.image(_record()).numpy()
+def _ink(region):
+  """bool [h, w]: the pixels that are not paper."""
+  return np.any(region != 255, axis=2)
+
+
+def _written(word, width, colour=attention_view.INK):
+  """uint8 [CELL, width, 3]: `word` written as a label independently of attention_view: Pillow's
+  bundled font at 13 px, from the top-left corner of a line of paper."""
+  picture = Image.new("RGB", (width, CELL), (255, 255, 255))
+  ImageDraw.Draw(picture).text((0, 0), word, font=ImageFont.load_default(size=13), fill=colour)
+  return np.asarray(picture)
+
+
+def test_the_picture_layout_margins_colours_and_p_gen_bars():
+  pixels = attention_view.image(_record())
   assert pixels.dtype == np.uint8
-  assert pixels.shape == (LABEL + 2 * CELL, LABEL + 3 * CELL + attention_view.P_GEN_WIDTH, 3)
+  width = 2 * MARGIN + LABEL + 3 * CELL + attention_view.P_GEN_WIDTH
+  assert pixels.shape == (2 * MARGIN + LABEL + 2 * CELL, width, 3)
+  # Paper all round: nothing touches an edge (the p_gen values did).
+  for edge in (pixels[:MARGIN], pixels[-MARGIN:], pixels[:, :MARGIN], pixels[:, -MARGIN:]):
+    assert not _ink(edge).any()
 
   def cell(row, column):
-    block = pixels[LABEL + row * CELL:LABEL + (row + 1) * CELL,
-                   LABEL + column * CELL:LABEL + (column + 1) * CELL]
+    block = pixels[CORNER + row * CELL:CORNER + (row + 1) * CELL,
+                   CORNER + column * CELL:CORNER + (column + 1) * CELL]
     colours = np.unique(block.reshape(-1, 3), axis=0)
     assert len(colours) == 1, (row, column)  # one colour a cell
     return tuple(colours[0])
@@ -78,48 +65,77 @@ def test_the_picture_layout_colours_and_p_gen_bars():
   assert cell(0, 2) == (57, 89, 163)
   assert cell(1, 0) == attention_view.HEAT
 
-  # The summary's words left of their rows: the OOV in red without its marks, the other in
-  # black; each as the font draws it.
-  def ink(region):
-    return {tuple(c) for c in region.reshape(-1, 3)} - {attention_view.PAPER}
-
-  zorbl = pixels[LABEL:LABEL + CELL, :LABEL]
-  mayor = pixels[LABEL + CELL:LABEL + 2 * CELL, :LABEL]
-  assert ink(zorbl) == {attention_view.OOV_INK} and ink(mayor) == {attention_view.INK}
-  words = bitmap_font.text_masks(tf.constant(["zorbl", "mayor"]), attention_view.LABEL_CHARS)
-  np.testing.assert_array_equal(np.any(zorbl != 255, axis=2), words[0])
-  np.testing.assert_array_equal(np.any(mayor != 255, axis=2), words[1])
+  # The summary's words left of their rows, as the font writes them: the OOV in red without
+  # its marks, the other in black.
+  label = LABEL - 4
+  zorbl = pixels[CORNER:CORNER + CELL, MARGIN:MARGIN + label]
+  mayor = pixels[CORNER + CELL:CORNER + 2 * CELL, MARGIN:MARGIN + label]
+  np.testing.assert_array_equal(zorbl, _written("zorbl", label, attention_view.OOV_INK))
+  np.testing.assert_array_equal(mayor, _written("mayor", label))
+  # Between the labels and the heatmap, paper.
+  assert not _ink(pixels[CORNER:CORNER + 2 * CELL, MARGIN + label:CORNER]).any()
   # The article's tokens above their columns, turned a quarter left (read bottom to top).
-  column = pixels[:LABEL, LABEL + 2 * CELL:LABEL + 3 * CELL]  # "mayor"
-  np.testing.assert_array_equal(np.rot90(np.any(column != 255, axis=2), k=-1), words[1])
-  assert ink(pixels[:LABEL, LABEL + CELL:LABEL + 2 * CELL]) == {attention_view.OOV_INK}
+  column = pixels[MARGIN:MARGIN + label, CORNER + 2 * CELL:CORNER + 3 * CELL]  # "mayor"
+  np.testing.assert_array_equal(np.rot90(column, k=-1), mayor)
+  oov = pixels[MARGIN:MARGIN + label, CORNER + CELL:CORNER + 2 * CELL]
+  np.testing.assert_array_equal(np.rot90(oov, k=-1), zorbl)
+  # The corner: the largest attention, on the two lines above the first row.
+  corner = pixels[CORNER - 4 - 2 * CELL:CORNER - 4, MARGIN:MARGIN + label]
+  np.testing.assert_array_equal(corner[:CELL], _written("largest", label))
+  np.testing.assert_array_equal(corner[CELL:], _written("attn 1.000", label))
 
-  # p_gen: a bar of round(p_gen * 40) pixels after a gap, on rows 1-6 of the word's row.
+  # p_gen: a bar of round(p_gen * 40) pixels after a gap, a pixel of paper above and below.
   gap, bar = 4, attention_view.BAR_WIDTH
-  left = LABEL + 3 * CELL + gap
+  left = CORNER + 3 * CELL + gap
   for row, filled in ((0, 20), (1, 40)):
-    line = pixels[LABEL + row * CELL + 3, left:left + bar]
+    line = pixels[CORNER + row * CELL + 3, left:left + bar]
     assert [tuple(p) for p in line] == ([attention_view.BAR] * filled
                                         + [attention_view.BAR_BACKGROUND] * (bar - filled))
-    assert ink(pixels[LABEL + row * CELL, left:left + bar]) == set()
-  # Its value after the bar: "0.50" and "1.00".
-  values = np.any(pixels[LABEL:, left + bar + gap:] != 255, axis=2)  # [2 * CELL, 24]
-  np.testing.assert_array_equal(
-      values.reshape(2, CELL, 24), bitmap_font.text_masks(tf.constant(["0.50", "1.00"]), 4))
+    assert not _ink(pixels[CORNER + row * CELL:CORNER + row * CELL + 1, left:left + bar]).any()
+  # Its value after the bar: "0.50" and "1.00", whole, before the margin.
+  values = pixels[CORNER:CORNER + 2 * CELL, left + bar + gap:width - MARGIN]
+  np.testing.assert_array_equal(values[:CELL], _written("0.50", values.shape[1]))
+  np.testing.assert_array_equal(values[CELL:], _written("1.00", values.shape[1]))
+  assert _ink(values[:, -3:]).any()  # the last digit's right edge: nothing cut off
+  # "p_gen" above the bars.
+  header = pixels[CORNER - 4 - CELL:CORNER - 4, left:width - MARGIN]
+  np.testing.assert_array_equal(header, _written("p_gen", header.shape[1]))
 
   # The baseline's record has no p_gens: the same picture without the bars.
-  baseline = attention_view.image(_record(p_gens=None)).numpy()
-  np.testing.assert_array_equal(baseline, pixels[:, :LABEL + 3 * CELL])
+  baseline = attention_view.image(_record(p_gens=None))
+  np.testing.assert_array_equal(baseline[:, :-MARGIN],
+                                pixels[:, :CORNER + 3 * CELL])
+  assert not _ink(baseline[:, -MARGIN:]).any()
+
+
+def test_the_text_is_11_pixels_tall_with_descenders_inside_its_line():
+  """At actual size: a capital or ascender reaches 11 px or more above the foot of a descender,
+  and g, j, p, q, y go below the line other letters stand on, within the row."""
+  record = {"article_lst": ["x"], "decoded_lst": ["Hill", "gypsy", "mama"],
+            "attn_dists": [[1.0]] * 3}
+  pixels = attention_view.image(record)
+
+  def rows_inked(row):
+    label = pixels[CORNER + row * CELL:CORNER + (row + 1) * CELL, MARGIN:CORNER]
+    return np.flatnonzero(_ink(label).any(axis=1))  # the inked pixel rows, 0..CELL-1
+
+  hill, gypsy, mama = rows_inked(0), rows_inked(1), rows_inked(2)
+  baseline = hill[-1]  # H, i and l stand on it
+  assert mama[-1] == baseline  # no descender: nothing below it
+  assert gypsy[-1] >= baseline + 3  # descenders, 3 px or more below it
+  assert gypsy[-1] < CELL  # inside the row: not cut, not in the next row
+  assert gypsy[-1] - hill[0] + 1 >= 11  # capital top to descender foot
+  assert baseline - hill[0] + 1 >= 9  # the capital alone
 
 
 def test_an_empty_summary_draws_the_article_alone():
   record = {"article_lst": ["a", "b"], "decoded_lst": [], "attn_dists": [], "p_gens": []}
-  assert attention_view.image(record).shape == (LABEL, LABEL + 2 * CELL +
-                                                attention_view.P_GEN_WIDTH, 3)
+  assert attention_view.image(record).shape == (2 * MARGIN + LABEL, 2 * MARGIN + LABEL
+                                                + 2 * CELL + attention_view.P_GEN_WIDTH, 3)
 
 
 def test_text_pictures_and_scalars_written_with_core_tensorflow_read_back(tmp_path):
-  pixels = attention_view.image(_record())
+  pixels = tf.constant(attention_view.image(_record()))
   writer = tf.summary.create_file_writer(str(tmp_path))
   with writer.as_default():
     tensorboard_log.text("samples/text_0", "**bold** and *italics*", 7, "the text")

@@ -408,8 +408,8 @@ def test_tensorboard_shows_the_samples_of_each_checkpoint(concurrent_run, tensor
       summaries.append(words)
       # A row for each summary word, a column for each article token, p_gen bars beside them.
       assert _sample_image(url, i, step).shape == (
-          attention_view.LABEL_SIZE + len(words) * attention_view.CELL,
-          attention_view.LABEL_SIZE + len(article) * attention_view.CELL
+          2 * attention_view.MARGIN + attention_view.LABEL_SIZE + len(words) * attention_view.CELL,
+          2 * attention_view.MARGIN + attention_view.LABEL_SIZE + len(article) * attention_view.CELL
           + attention_view.P_GEN_WIDTH, 3)
     assert scalars["samples/mean_length"][step] == pytest.approx(
         np.mean([len(w) for w in summaries]), rel=1e-6)
@@ -440,7 +440,7 @@ def test_the_attention_picture_is_the_attention_decode_writes(concurrent_run, te
   assert _unmarked(decoded["article_lst"]) == first.article.split()[:40]
   # Its attention, drawn, is eval's picture of that article at that step, pixel for pixel...
   np.testing.assert_array_equal(_sample_image(tensorboard, 0, step),
-                                attention_view.image(decoded).numpy())
+                                attention_view.image(decoded))
   # ...and eval's text names the same summary, with the same p_gens.
   _, words, p_gens = _sample_text(tensorboard, 0, step)
   assert words == _unmarked(decoded["decoded_lst"])

@@ -248,7 +248,7 @@ def test_many_oovs_warn_with_the_rate_vocab_and_tokenization(hf_data, caplog, to
   expected = sum(t not in words for t in tokens) / len(tokens)
   assert (expected > data.OOV_WARNING_RATE) == (tokenizer == "whitespace")
   with caplog.at_level("WARNING"):
-    rate = data.warn_if_many_oovs(hps, vocab)
+    rate = data.check_unknown_words(hps, vocab)
   assert rate == pytest.approx(expected, abs=1e-12)
   [message] = [m for m in caplog.messages if "out of the vocabulary" in m]
   assert message.startswith(f"{100 * expected:.1f} % of the article tokens of the first "
@@ -256,10 +256,12 @@ def test_many_oovs_warn_with_the_rate_vocab_and_tokenization(hf_data, caplog, to
                             f"--data_path={hf_data['jsonl']} are out of the vocabulary "
                             f"{hf_data['vocab']} with --tokenizer={tokenizer} --lowercase=false")
   # The vocab was made from these very articles: with its tokenisation, nothing is unknown.
-  assert message.endswith("With --tokenizer=punct --lowercase=true it would be 0.0 %.")
+  assert message.endswith("the vocab seems made with another tokenisation (tools/make_vocab.py "
+                          "--tokenizer, --lowercase): with --tokenizer=punct --lowercase=true it "
+                          "would be 0.0 %.")
   caplog.clear()
   with caplog.at_level("WARNING"):
-    rate = data.warn_if_many_oovs(hps.replace(tokenizer="punct", lowercase=True), vocab)
+    rate = data.check_unknown_words(hps.replace(tokenizer="punct", lowercase=True), vocab)
   assert rate == 0 and not caplog.records
 
 
@@ -288,7 +290,7 @@ def test_oov_warning_names_vocab_size_when_the_whole_file_would_leave_far_fewer(
   cut, whole = oov_rate(words[:2000 - 4]), oov_rate(words)
   assert cut > data.OOV_WARNING_RATE and whole < cut / 2  # the issue's case: 24.5 % on train
   with caplog.at_level("WARNING"):
-    rate = data.warn_if_many_oovs(hps, vocab)
+    rate = data.check_unknown_words(hps, vocab)
   warnings = [m for m in caplog.messages if "out of the vocabulary" in m]
   if vocab_size == 0:
     assert rate == pytest.approx(whole, abs=1e-12) and warnings == []
@@ -297,9 +299,9 @@ def test_oov_warning_names_vocab_size_when_the_whole_file_would_leave_far_fewer(
   assert warnings == [
       f"{100 * cut:.1f} % of the article tokens of the first examples (up to "
       f"{data.OOV_CHECK_EXAMPLES}) of --data_path={data_path} are out of the vocabulary "
-      f"{vocab_path} as cut by --vocab_size=2000; the whole file ({len(words) + 4} entries, "
-      f"--vocab_size=0) would leave {100 * whole:.1f} %: a larger --vocab_size makes fewer words "
-      "unknown."]
+      f"{vocab_path} with --tokenizer=whitespace --lowercase=false: --vocab_size=2000 keeps only "
+      f"the file's first entries; the whole file ({len(words) + 4} entries, --vocab_size=0) "
+      f"would leave {100 * whole:.1f} %: a larger --vocab_size makes fewer words unknown."]
 
 
 _HOLD_LOCK = """
