@@ -15,7 +15,7 @@ MODE_GROUPS = (
         "lr", "adagrad_init_acc", "rand_unif_init_mag", "trunc_norm_init_std", "max_grad_norm",
         "clip_norm", "cov_loss_wt", "num_train_steps", "checkpoint_secs", "log_every_n_steps",
         "convert_to_coverage_model", "restore_best_model", "skip_nonfinite_batches",
-        "inject_nonfinite_at_step")),
+        "inject_nonfinite_at_step", "allow_unknown_words")),
     ("Eval (--mode=eval)", (
         "eval_batches_per_checkpoint", "eval_max_checkpoints", "eval_poll_secs",
         "eval_samples")),
