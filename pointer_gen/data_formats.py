@@ -40,11 +40,6 @@ def detect(path, data_format="auto"):
   return _BY_EXTENSION[ext]
 
 
-def of_glob(pattern, data_format="auto"):
-  """The formats of the files `pattern` matches, in the files' order (records.expand_glob)."""
-  return [detect(p, data_format) for p in records.expand_glob(pattern)]
-
-
 def count_records(path, data_format="auto"):
   """The records of the file `path`, its format's cheap checks made (`DataFormat.count`)."""
   return detect(path, data_format).count(path)

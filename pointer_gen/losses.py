@@ -2,7 +2,6 @@
 
 import tensorflow as tf
 
-from pointer_gen import layers
 
 # Guards log(0): a gold word that is neither generable nor in the article, with p_gen
 # saturated at 1, has probability 0 (the original then produced inf / NaN losses).
@@ -56,26 +55,6 @@ def gold_probs(outputs, target, enc_input_ext, vocab_size):
   on_target = tf.equal(enc_input_ext[:, None, :], target[:, :, None])  # [B, T, L]
   copied = tf.reduce_sum(outputs["attn"] * tf.cast(on_target, generated.dtype), axis=2)  # [B, T]
   return p_gen * generated + (1.0 - p_gen) * copied
-
-
-def gold_probs_scattered(outputs, target, enc_input_ext, max_oovs):
-  """The same probabilities read from the full final distribution that
-  `layers.final_distribution` builds with `tensor_scatter_nd_add` (the straightforward form).
-
-  Returns [B, T].
-  """
-  probs = tf.nn.softmax(outputs["vocab_logits"])  # [B, T, V]
-  batch, steps = tf.shape(target)[0], tf.shape(target)[1]
-  flat_target = tf.reshape(target, [-1])  # [B*T]
-  flat_probs = tf.reshape(probs, [batch * steps, -1])  # [B*T, V]
-  if "p_gen" not in outputs:
-    return tf.reshape(tf.gather(flat_probs, flat_target, batch_dims=1), [batch, steps])
-  length = tf.shape(enc_input_ext)[1]
-  dist = layers.final_distribution(
-      flat_probs, tf.reshape(outputs["attn"], [batch * steps, length]),
-      tf.reshape(outputs["p_gen"], [-1]),
-      tf.repeat(enc_input_ext, steps, axis=0), max_oovs)  # [B*T, V + N]
-  return tf.reshape(tf.gather(dist, flat_target, batch_dims=1), [batch, steps])
 
 
 def coverage_loss_per_step(attn):

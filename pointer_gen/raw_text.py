@@ -15,7 +15,7 @@ and of the model trained on it, known from:
 Two of them that disagree are an error naming both.
 
 What is raw text is the data format's to say (records.DataFormat.pretokenized): the functions
-that look at the data take the formats of --data_path's files (data_formats.of_glob).
+that look at the data take the formats of --data_path's files, as settle.py finds them.
 """
 
 from pointer_gen import run_record

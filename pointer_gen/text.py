@@ -160,8 +160,3 @@ def _tokenize_ptb(texts, lowercase, cut=False):
   for axis in range(texts.shape.rank - 1, 0, -1):
     tokens = tf.RaggedTensor.from_uniform_row_length(tokens, tf.shape(texts, tf.int64)[axis])
   return tokens
-
-
-def tokenize_py(text, tokenizer="whitespace", lowercase=False):
-  """Tokenises one Python string with the same ops, for tools that count words."""
-  return [t.decode("utf-8") for t in tokenize(tf.constant(text), tokenizer, lowercase).numpy()]

@@ -14,6 +14,8 @@ from pointer_gen import attention_view
 from pointer_gen import eval_samples
 from pointer_gen import tensorboard_log
 
+from helpers import events
+
 CELL, LABEL, MARGIN = attention_view.CELL, attention_view.LABEL_SIZE, attention_view.MARGIN
 CORNER = MARGIN + LABEL  # the heatmap's top-left pixel, down and across
 
@@ -142,16 +144,16 @@ def test_text_pictures_and_scalars_written_with_core_tensorflow_read_back(tmp_pa
     tensorboard_log.image("samples/attention_0", pixels, 7, "the picture")
     tensorboard_log.scalar("samples/mean_length", 12.5, 7)
   writer.close()
-  events = tensorboard_log.read_tensors(str(tmp_path))
-  [(step, text, plugin)] = events["samples/text_0"]
+  written = events.read_tensors(str(tmp_path))
+  [(step, text, plugin)] = written["samples/text_0"]
   assert (step, text.item(), plugin) == (7, b"**bold** and *italics*", "text")
-  [(step, image, plugin)] = events["samples/attention_0"]
+  [(step, image, plugin)] = written["samples/attention_0"]
   assert (step, plugin) == (7, "images")
   # The images plugin's layout: width, height, then the PNG.
   height, width, _ = pixels.shape
   assert list(image[:2]) == [str(width).encode(), str(height).encode()]
   np.testing.assert_array_equal(tf.io.decode_png(image[2]).numpy(), pixels.numpy())
-  assert tensorboard_log.read_scalars(str(tmp_path)) == {"samples/mean_length": [(7, 12.5)]}
+  assert events.read_scalars(str(tmp_path)) == {"samples/mean_length": [(7, 12.5)]}
 
 
 def test_sample_markdown_marks_copied_and_oov_words_and_escapes_the_text():

@@ -17,13 +17,13 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import tensorboard_log
 from pointer_gen import tf1_checkpoint
 from pointer_gen import train
 from pointer_gen import training_state
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
+from helpers import events
 from helpers import REPO
 
 # Run on the worker of test_tf1_checkpoint.py (conftest.worker_unit): they share tf1_references.
@@ -215,7 +215,7 @@ def test_training_logs_the_originals_global_norm_and_ends_at_its_weights(referen
   assert [row["step"] for row in history] == steps
   np.testing.assert_allclose([row["global_norm"] for row in history], reference["original"],
                              rtol=1e-5)
-  logged = tensorboard_log.read_scalars(hps.train_dir)["global_norm"]
+  logged = events.read_scalars(hps.train_dir)["global_norm"]
   assert [step for step, _ in logged] == steps
   np.testing.assert_allclose([value for _, value in logged], reference["original"], rtol=1e-5)
   # Round-off carried over three steps, against what the three steps changed.

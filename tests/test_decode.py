@@ -16,12 +16,12 @@ from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import metrics
 from pointer_gen import records
-from pointer_gen import tensorboard_log
 from pointer_gen import tfrecord_format
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
+from helpers import events
 from helpers import load_tool
 
 NUM_EXAMPLES = 12
@@ -99,7 +99,7 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained, capsys):
   for side, prefix in (("decoded", ""), ("reference", "reference_")):
     figures[f"repetition/{prefix}duplicate_3grams_pct"] = (
         saved["ngrams"][side]["duplicate_ngrams_pct"]["3"])
-  assert tensorboard_log.read_scalars(directory) == {
+  assert events.read_scalars(directory) == {
       tag: [(30, pytest.approx(value, rel=1e-6))] for tag, value in figures.items()}
   # A finished directory is never overwritten; --decode_dir names another.
   with pytest.raises(DataError, match="already holds a finished decode .* name another "

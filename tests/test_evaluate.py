@@ -30,10 +30,11 @@ from pointer_gen import evaluate
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import records
-from pointer_gen import tensorboard_log
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
+from helpers import reference
+from helpers import events
 from helpers import REPO, project_error_lines, run_main, tiny_flags, tiny_hparams
 
 NUM_SAVES = 6
@@ -120,7 +121,7 @@ def test_eval_beside_training_scores_new_checkpoints_and_keeps_the_best(concurre
   loaded = [int(s) for s in re.findall(r"Loaded weights from \S+model\.ckpt-(\d+)",
                                        run["eval.err"])]
   skipped = re.findall(r"Skipping \S+model\.ckpt-(\d+)", run["eval.err"])
-  scalars = tensorboard_log.read_scalars(str(eval_dir))
+  scalars = events.read_scalars(str(eval_dir))
   steps = [step for step, _ in scalars["loss"]]
   assert steps == loaded == sorted(set(loaded))
   assert set(steps) <= set(saved) and len(steps) >= MIN_SCORED
@@ -227,7 +228,7 @@ def test_one_line_per_checkpoint_with_the_means_of_its_batches(concurrent_run, t
   with caplog.at_level("INFO", logger="absl"):
     assert evaluate.ConcurrentEvaluator(hps, vocab).run() == 1
   [line] = [m for m in caplog.messages if m.startswith("eval step")]
-  scalars = tensorboard_log.read_scalars(hps.eval_dir)
+  scalars = events.read_scalars(hps.eval_dir)
   batch_losses = [value for step, value in scalars["loss"] if step == run["last_step"]]
   running = [value for _, value in scalars["running_avg_loss"]]
   assert len(batch_losses) == len(running) == 3
@@ -261,7 +262,7 @@ def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys
   source = data.RecordSource(hps.data_path, single_pass=True)
   per_example, token_sums, token_counts = [], 0.0, 0
   for batch in data.make_dataset(source, vocab.lookup_table(), len(vocab), hps):
-    probs = losses.gold_probs_scattered(model(batch), batch["target"], batch["enc_input_ext"],
+    probs = reference.gold_probs_scattered(model(batch), batch["target"], batch["enc_input_ext"],
                                         tf.reduce_max(batch["num_oovs"])).numpy()  # [B, T]
     dec_len = batch["dec_len"].numpy()  # [B]
     mask = np.arange(probs.shape[1])[None, :] < dec_len[:, None]  # [B, T]
@@ -278,7 +279,7 @@ def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys
   assert "mean_coverage_loss" not in metrics
   assert set(metrics["definitions"]) == {"mean_nll_per_example", "mean_nll_per_token", "loss"}
   # The same figures for TensorBoard, under the checkpoint's step.
-  scalars = tensorboard_log.read_scalars(run["run_dir"] / "eval")
+  scalars = events.read_scalars(run["run_dir"] / "eval")
   for name in ("loss", "mean_nll_per_example", "mean_nll_per_token"):
     assert scalars[f"single_pass/{name}"] == [(step, pytest.approx(metrics[name], rel=1e-6))]
   assert "single_pass/mean_coverage_loss" not in scalars
@@ -385,7 +386,7 @@ def _duplicate_3gram_pct(summaries):
 
 def test_tensorboard_shows_the_samples_of_each_checkpoint(concurrent_run, tensorboard):
   url, run = tensorboard, concurrent_run
-  steps = [step for step, _ in tensorboard_log.read_scalars(run["run_dir"] / "eval")["loss"]]
+  steps = [step for step, _ in events.read_scalars(run["run_dir"] / "eval")["loss"]]
   assert len(steps) >= MIN_SCORED
   figures = ("samples/mean_length", "samples/p_gen_mean", "samples/duplicate_3grams_pct")
   _served(url, steps, figures)

@@ -12,6 +12,7 @@ from pointer_gen import model as model_lib
 from pointer_gen import precision
 from pointer_gen.model_config import ModelConfig
 
+from helpers import reference
 from helpers import np64, np_sigmoid, np_softmax
 
 V, E, H = 11, 5, 4
@@ -442,7 +443,7 @@ def test_gold_probs_equals_scattered_form(mode_model):
   batch = make_batch(mode_model.pointer_gen)
   outputs = mode_model(batch)
   gathered = losses.gold_probs(outputs, batch["target"], batch["enc_input_ext"], V).numpy()
-  scattered = losses.gold_probs_scattered(outputs, batch["target"], batch["enc_input_ext"],
+  scattered = reference.gold_probs_scattered(outputs, batch["target"], batch["enc_input_ext"],
                                           MAX_OOVS).numpy()
   mask = np.arange(6)[None, :] < DEC_LEN[:, None]
   np.testing.assert_allclose(gathered, scattered, atol=1e-6)
@@ -468,7 +469,7 @@ def test_gradients_equal_for_gathered_and_scattered_forms(mode_model, monkeypatc
 
   def scattered(outputs, target, enc_input_ext, vocab_size):
     assert vocab_size == V
-    return losses.gold_probs_scattered(outputs, target, enc_input_ext, MAX_OOVS)
+    return reference.gold_probs_scattered(outputs, target, enc_input_ext, MAX_OOVS)
 
   loss_a, grads_a = _loss_and_grads(mode_model, batch, gathered, monkeypatch)
   loss_b, grads_b = _loss_and_grads(mode_model, batch, scattered, monkeypatch)

