@@ -180,7 +180,7 @@ def given_flags(flag_values):
 
 
 # The HParams fields that are no flag: settle.py works them out once from the flags and the data.
-SETTLED = ("read_tokenizer", "read_lowercase")
+SETTLED = ("data",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,10 +195,9 @@ class _Flags:
   # How raw text became the tokens (raw_text.py); None: not known.
   raw_tokenizer: str | None = None
   raw_lowercase: bool | None = None
-  # How the text of --data_path becomes the model's tokens (raw_text.reading), settled once;
-  # None: as tokenizer and lowercase (`reads`).
-  read_tokenizer: str | None = None
-  read_lowercase: bool | None = None
+  # --data_path settled (settle.py): its files, their formats, how their text becomes the
+  # model's tokens (raw_text.reading) and its fields; None: not settled (data.files_of).
+  data: data_formats.DataFiles | None = None
   article_key: str = "article"
   abstract_key: str = ""
   single_pass: bool = False
@@ -306,9 +305,9 @@ class _Flags:
     """(tokenizer, lowercase) that turn the text of --data_path into the model's tokens: as
     settled (raw text in a run trained on pre-tokenised text: as that text was made), else the
     flags'."""
-    if self.read_tokenizer is None:
+    if self.data is None:
       return self.tokenizer, self.lowercase
-    return self.read_tokenizer, self.read_lowercase
+    return self.data.reads
 
   @property
   def checkpoint_utility(self):

@@ -116,9 +116,17 @@ def batch_spec():
   return spec
 
 
-def json_fields(hps):
-  """RecordSource's JSONL field-name arguments from --article_key and --abstract_key."""
-  return {"article_key": hps.article_key, "abstract_key": hps.abstract_key}
+def files_of(hps):
+  """The DataFiles of --data_path: as settled (HParams.data, settle.py), else, for HParams made
+  without settling them (tests, tools), found here."""
+  if hps.data is not None:
+    if hps.data.pattern != hps.data_path:
+      raise ValueError(f"HParams.data holds {hps.data.pattern}, not --data_path={hps.data_path}: "
+                       "replace data_path together with data")
+    return hps.data
+  return data_formats.DataFiles.find(
+      hps.data_path, hps.data_format, hps.reads,
+      {"article_key": hps.article_key, "abstract_key": hps.abstract_key})
 
 
 class RecordSource:
@@ -132,24 +140,21 @@ class RecordSource:
   a line, with its own missing period added, as in the original's data).
   """
 
-  def __init__(self, data_path, data_format="auto", single_pass=False, seed=None,
-               num_shards=1, shard_index=0, skip=0, article_key=records.ARTICLE_KEY,
-               abstract_key=records.DEFAULT_ABSTRACT_KEY, log_every=0, log_ahead=0):
-    self.paths = records.expand_glob(data_path)
+  def __init__(self, files, single_pass=False, seed=None, num_shards=1, shard_index=0, skip=0,
+               log_every=0, log_ahead=0):
+    self.files = files  # data_formats.DataFiles
+    # This worker's shard of the files, as indices into files.paths.
+    self.order = list(range(len(files.paths)))[shard_index::num_shards]
+    if not self.order:
+      raise DataError(f"--data_path={files.pattern}: fewer files than the {num_shards} input "
+                      "shards (one per worker)")
     # Data smaller than the training log's interval would otherwise print a line per pass: the
     # examples of one interval, and how many the pipeline takes ahead of the training.
     self.log_every = log_every
     self.log_ahead = log_ahead
-    self.keys = (article_key, abstract_key)  # JSONL field names
-    if num_shards > 1:
-      self.paths = self.paths[shard_index::num_shards]
-      if not self.paths:
-        raise DataError(f"--data_path={data_path}: fewer files than the {num_shards} input "
-                        "shards (one per worker)")
     # Framing is checked up front so a broken file fails now, not hours into training.
-    self.num_records = sum(data_formats.count_records(path, data_format) for path in self.paths)
+    self.num_records = files.count(self.order)
     self.skip = skip
-    self.data_format = data_format
     self.single_pass = single_pass
     self.skips = records.SkipCounter()
     self._rng = random.Random(seed)
@@ -174,11 +179,11 @@ class RecordSource:
     logged = (0, 0)  # the epoch and the total of the last line
     next_interval = 0  # the first interval of the training log without a line
     while True:
-      paths = list(self.paths)
+      order = list(self.order)
       if not self.single_pass:
-        self._rng.shuffle(paths)
+        self._rng.shuffle(order)
       yielded = 0
-      examples = data_formats.read_records(paths, self.data_format, self.skips, *self.keys)
+      examples = self.files.read(self.skips, order)
       if self.single_pass and self.skip:
         examples = itertools.islice(examples, self.skip, None)
       for record in examples:
@@ -186,10 +191,11 @@ class RecordSource:
         yield record.article, "\n".join(record.abstract_sentences)
       if self.single_pass:
         self.skips.log_summary()
-        logging.info("Finished one pass over %d files (%d examples).", len(paths), yielded)
+        logging.info("Finished one pass over %d files (%d examples).", len(order), yielded)
         return
       if not yielded:
-        raise DataError(f"--data_path: no usable example in {', '.join(paths)}")
+        raise DataError("--data_path: no usable example in "
+                        f"{', '.join(self.files.paths[i] for i in order)}")
       epoch += 1
       total += yielded
       interval = self._interval(total)
@@ -227,10 +233,10 @@ def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=
   # Data-epoch lines per interval of the training log, which is taken no shorter than the
   # bucketing cache the source fills ahead of the training: that fill varies by more than half
   # a shorter interval.
-  source = RecordSource(hps.data_path, hps.data_format, single_pass=single_pass, seed=hps.seed,
+  source = RecordSource(files_of(hps), single_pass=single_pass, seed=hps.seed,
                         num_shards=num_shards, shard_index=shard_index, skip=skip,
                         log_every=max(hps.log_every_n_steps, BUCKETING_CACHE_BATCHES) * batch,
-                        log_ahead=BUCKETING_CACHE_BATCHES * batch, **json_fields(hps))
+                        log_ahead=BUCKETING_CACHE_BATCHES * batch)
   tokenizer, lowercase = hps.reads
   batches = make_dataset(source, vocab.lookup_table(), len(vocab),
                          hps.replace(single_pass=single_pass, tokenizer=tokenizer,
@@ -287,8 +293,7 @@ class _Sample:
 
   def __init__(self, hps):
     self.max_enc_steps = hps.max_enc_steps
-    examples = data_formats.read_records(records.expand_glob(hps.data_path), hps.data_format,
-                                         records.SkipCounter(), **json_fields(hps))
+    examples = files_of(hps).read(records.SkipCounter())
     self.articles = [r.article for r in itertools.islice(examples, OOV_CHECK_EXAMPLES)]
     self._tokens = {}
 

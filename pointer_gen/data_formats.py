@@ -3,7 +3,9 @@ by its line in FORMATS. Everything that reads, writes, counts or names data file
 pipeline, settle, raw_text, decode, the tools) goes through here and asks the format what it
 needs to know (its extensions, whether its text is pre-tokenised) instead of its name."""
 
+import dataclasses
 import os
+from typing import Any
 
 from pointer_gen import bin_format
 from pointer_gen import jsonl_format
@@ -38,6 +40,39 @@ def detect(path, data_format="auto"):
                     f"(known: {', '.join(_BY_EXTENSION)}); pass --data_format="
                     f"{'|'.join(NAMES)}")
   return _BY_EXTENSION[ext]
+
+
+@dataclasses.dataclass(frozen=True)
+class DataFiles:
+  """--data_path settled once, where the run is settled (settle.py), and passed down in
+  HParams.data: the files, each one's format, how their text becomes the model's tokens and the
+  field names the formats that name fields read. Nothing expands the glob or detects a format
+  again."""
+  pattern: str  # --data_path as given
+  paths: tuple[str, ...]  # the files it matches, sorted
+  formats: tuple[records.DataFormat, ...]  # each file's
+  reads: tuple[str, bool]  # (tokenizer, lowercase) of the model's tokens from their text
+  fields: dict[str, Any]  # article_key, abstract_key
+
+  @classmethod
+  def find(cls, pattern, data_format="auto", reads=("whitespace", False), fields=None,
+           paths=None):
+    """The files `pattern` matches (a DataError when none does; `paths`: those already
+    found) and their formats (`data_format`'s, or with auto each one's extension's)."""
+    paths = records.expand_glob(pattern) if paths is None else paths
+    return cls(pattern, tuple(paths), tuple(detect(p, data_format) for p in paths), reads,
+               dict(fields or {}))
+
+  def read(self, skips, order=None):
+    """Yields the usable records of the files `order` (indices into paths; default: all, in
+    order), counting the others in `skips`."""
+    for index in range(len(self.paths)) if order is None else order:
+      yield from self.formats[index].read(self.paths[index], skips, **self.fields)
+
+  def count(self, order=None):
+    """The records of the files `order` (as `read`), each format's cheap checks made."""
+    return sum(self.formats[index].count(self.paths[index])
+               for index in (range(len(self.paths)) if order is None else order))
 
 
 def count_records(path, data_format="auto"):

@@ -17,11 +17,9 @@ from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
 from pointer_gen import checkpoints
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
-from pointer_gen import records
 from pointer_gen import stopping
 from pointer_gen import tensorboard_log
 from pointer_gen import text
@@ -60,7 +58,7 @@ def decode_dir_name(hps, ckpt_path):
   split = next((s for s in ("train", "val", "test") if s in base), None)
   if split is None:
     split = re.sub(r"[^A-Za-z0-9]+", "", base.split(".")[0]) or "data"
-  data_format = data_formats.detect(records.expand_glob(hps.data_path)[0], hps.data_format)
+  data_format = data.files_of(hps).formats[0]
   if not data_format.original:
     split += f"_{data_format.name}"
   return (f"decode_{split}_{hps.max_enc_steps}maxenc_{strategies.dir_name(hps)}_"
@@ -323,8 +321,7 @@ class SinglePassDecoder:
 
   def _articles(self, count):
     """The articles of the first `count` examples, as in the data."""
-    source = data.RecordSource(self.hps.data_path, self.hps.data_format, single_pass=True,
-                               **data.json_fields(self.hps))
+    source = data.RecordSource(data.files_of(self.hps), single_pass=True)
     articles = []
     for article, _ in source():
       if len(articles) == count:

@@ -125,11 +125,11 @@ def check_data(hps, formats):
   """Raises DataError when --data_path, files of `formats`, holds raw text (JSONL) and how raw
   text became the run's tokens is unknown, when it mixes formats that are read differently, and
   when pre-tokenised files (.bin) whose vocab says their text is tokenised would be tokenised
-  again (ptb is not idempotent: `-lrb-` would become `- lrb -`)."""
+  again (ptb is not idempotent: `-lrb-` would become `- lrb -`). Returns `reading`'s value."""
   raw = [f for f in formats if not f.pretokenized]
   if of(hps) is None and raw:
     required(hps, f"--data_path={hps.data_path} ({_names(raw)}: raw text)")
-  reading(hps, formats)
+  reads = reading(hps, formats)
   sidecar = vocab_lib.read_tokenization(hps.vocab_path) if hps.vocab_path else None
   files = (hps.tokenizer, hps.lowercase)
   pretokenized = [f for f in formats if f.pretokenized]
@@ -143,6 +143,7 @@ def check_data(hps, formats):
         f"--lowercase={flag_text(sidecar['lowercase'])}. Leave --tokenizer and --lowercase "
         "out: the run records how raw text became the tokens and applies it to raw text "
         "(export, decode of JSONL)")
+  return reads
 
 
 def _all_raw(formats):

@@ -8,6 +8,7 @@ the tokenisation that reads the data (`HParams.reads`). Whether the model has co
 decided here alone (`_coverage`).
 """
 
+import dataclasses
 import os
 
 from absl import logging
@@ -38,8 +39,12 @@ def hparams(flag_values):
   if utility and hps.mode != "train":
     raise DataError("--convert_to_coverage_model and --restore_best_model work with "
                     f"--mode=train, not --mode={hps.mode}")
-  if hps.data_path and hps.mode != "export" and not utility:
-    records.expand_glob(hps.data_path)  # a glob that matches nothing fails before any mkdir
+  # Export reads no data; the utilities read none either, but what the data is still tells
+  # how raw text became the run's tokens.
+  finds_data = hps.mode != "export"
+  reads_data = finds_data and not utility
+  # The one expansion of --data_path, before any mkdir: a glob that matches nothing fails first.
+  paths = records.expand_glob(hps.data_path) if finds_data and hps.data_path else None
   if hps.mode == "eval" and not hps.single_pass:
     checkpoints.wait_for_train_dir(hps)  # started with its trainer, it needs the trainer's record
   record = run_record.read(hps.run_dir)
@@ -48,12 +53,14 @@ def hparams(flag_values):
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
     hps, recorded = from_run(hps, given, record)
   hps = _resolve_data(hps, given, record)
-  reads_data = hps.mode != "export" and not utility
-  paths = records.expand_glob(hps.data_path) if hps.data_path and hps.mode != "export" else []
-  formats = [data_formats.detect(p, hps.data_format) for p in paths]
+  fields = {"article_key": hps.article_key, "abstract_key": hps.abstract_key}
+  # The formats as the run's record may have named them (data_format is inherited).
+  files = data_formats.DataFiles.find(hps.data_path, hps.data_format, fields=fields,
+                                      paths=paths) if finds_data else None
+  formats = files.formats if files is not None else ()
   if reads_data:
-    for path, data_format in zip(paths, formats):
-      data_format.check_fields(path, hps.article_key, hps.abstract_key)
+    for path, data_format in zip(files.paths, formats):
+      data_format.check_fields(path, **fields)
   vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase, given)
   hps = raw_text.settle(hps, given, recorded, formats)
   if hps.mode == "export":
@@ -61,9 +68,7 @@ def hparams(flag_values):
     return hps
   if not reads_data:
     return hps
-  raw_text.check_data(hps, formats)
-  read_tokenizer, read_lowercase = raw_text.reading(hps, formats)
-  return hps.replace(read_tokenizer=read_tokenizer, read_lowercase=read_lowercase)
+  return hps.replace(data=dataclasses.replace(files, reads=raw_text.check_data(hps, formats)))
 
 
 def record_raw_text(hps, flag_values):

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from pointer_gen import config
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import vocab as vocab_lib
 
 WORDS = ["the", "cat", "sat", "on", "mat", ".", "a", "dog"]
@@ -245,6 +246,7 @@ def test_data_epoch_lines_at_most_one_per_log_interval(tmp_path, caplog):
   caplog.clear()
   # Without an interval: a line per epoch.
   with caplog.at_level("INFO", logger="absl"):
-    list(itertools.islice(data.RecordSource(str(path), seed=0)(), 41))
+    source = data.RecordSource(data_formats.DataFiles.find(str(path)), seed=0)
+    list(itertools.islice(source(), 41))
   assert [m for m in caplog.messages if m.startswith("Finished data epoch")] == [
       "Finished data epoch 1; starting the next.", "Finished data epoch 2; starting the next."]

@@ -8,13 +8,16 @@ import shutil
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from pointer_gen import bin_format
 from pointer_gen import config
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import metrics
+from pointer_gen import raw_text
 from pointer_gen import records
 from pointer_gen import tfrecord_format
 from pointer_gen import train
@@ -23,6 +26,7 @@ from pointer_gen.errors import DataError
 
 from helpers import events
 from helpers import load_tool
+from helpers import run_main
 
 NUM_EXAMPLES = 12
 
@@ -38,7 +42,7 @@ def trained(tmp_path_factory):
       seed=3, checkpoint_secs=1000)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   trainer = train.Trainer(hps, vocab)
-  source = data.RecordSource(hps.data_path, seed=hps.seed)
+  source = data.RecordSource(data_formats.DataFiles.find(hps.data_path), seed=hps.seed)
   trainer.train(data.make_dataset(source, vocab.lookup_table(), len(vocab), hps))
   hps = hps.replace(mode="decode", data_path=corpus["val"], single_pass=True,
                     max_decode_examples=NUM_EXAMPLES, batch_size=5)
@@ -283,3 +287,34 @@ def test_progress_eta_leaves_out_the_first_batch():
   # the start, 10 in 32 s would give 32 s).
   assert progress.line(10) == "Decoded 10/20 articles, 2.50 articles/s, ETA 4s"
   assert progress.line(15) == "Decoded 15/20 articles, 2.50 articles/s, ETA 2s"
+
+
+def test_a_single_pass_decode_settles_its_data_once(tiny_run, demo_corpus, tmp_path, capsys,
+                                                    monkeypatch):
+  """From the command line to metrics.json: --data_path expanded once (every glob function
+  counted), each file's format found once, how its text is read worked out once."""
+  shutil.copytree(tiny_run, tmp_path / "run")
+  pattern = demo_corpus["val"]
+  counted = {"expansions": 0, "detections": 0, "readings": 0}
+
+  def counting(name, function, matches=lambda *args: True):
+    def wrapper(*args, **kwargs):
+      counted[name] += bool(matches(*args))
+      return function(*args, **kwargs)
+    return wrapper
+
+  is_data = lambda path, *_: str(path) == pattern
+  # glob.glob calls glob.iglob, so iglob sees both.
+  monkeypatch.setattr(glob, "iglob", counting("expansions", glob.iglob, is_data))
+  monkeypatch.setattr(tf.io.gfile, "glob", counting("expansions", tf.io.gfile.glob, is_data))
+  monkeypatch.setattr(data_formats, "detect", counting("detections", data_formats.detect))
+  monkeypatch.setattr(raw_text, "reading", counting("readings", raw_text.reading))
+  code, _, err = run_main(capsys, "--mode=decode", "--single_pass", f"--data_path={pattern}",
+                          f"--log_root={tmp_path}", "--exp_name=run", "--min_dec_steps=1",
+                          "--max_decode_examples=3")
+  assert code == 0, err
+  decoded = dict(counted)
+  files = glob.glob(pattern)
+  assert counted["expansions"] == decoded["expansions"] + 1  # glob.glob is seen
+  assert len(files) == 1 and glob.glob(f"{tmp_path}/run/decode_val_*/metrics.json")
+  assert decoded == {"expansions": 1, "detections": len(files), "readings": 1}

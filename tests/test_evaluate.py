@@ -259,7 +259,7 @@ def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys
   vocab = vocab_lib.Vocab.from_file(run["corpus"]["vocab"], hps.vocab_size)
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   checkpoints.restore_weights(model, str(ckpt))
-  source = data.RecordSource(hps.data_path, single_pass=True)
+  source = data.RecordSource(data_formats.DataFiles.find(hps.data_path), single_pass=True)
   per_example, token_sums, token_counts = [], 0.0, 0
   for batch in data.make_dataset(source, vocab.lookup_table(), len(vocab), hps):
     probs = reference.gold_probs_scattered(model(batch), batch["target"], batch["enc_input_ext"],

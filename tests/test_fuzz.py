@@ -31,6 +31,7 @@ import tensorflow as tf
 from pointer_gen import bin_format
 from pointer_gen import config
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import jsonl_format
 from pointer_gen import records
 from pointer_gen import vocab as vocab_lib
@@ -574,7 +575,7 @@ def demo_vocab(tmp_path_factory):
 def _pipeline(path, vocab):
   """All (article, abstract) strings of a single-pass dataset over `path`, and its source."""
   hps = config.HParams(single_pass=True, batch_size=3, max_enc_steps=50, max_dec_steps=10)
-  source = data.RecordSource(path, single_pass=True)
+  source = data.RecordSource(data_formats.DataFiles.find(path), single_pass=True)
   pairs = []
   for batch in data.make_dataset(source, vocab.lookup_table(), len(vocab), hps):
     pairs += [(a.decode("utf-8"), b.decode("utf-8"))
@@ -641,7 +642,7 @@ def test_file_cut_short_after_start_up_is_a_data_error_not_a_tf_error(vietnews_c
   path = tmp_path / "shrinks.bin"
   path.write_bytes(corpus.blob)
   hps = config.HParams(single_pass=True, batch_size=2, max_enc_steps=50, max_dec_steps=10)
-  source = data.RecordSource(str(path), single_pass=True)
+  source = data.RecordSource(data_formats.DataFiles.find(str(path)), single_pass=True)
   assert source.num_records == 3
   dataset = data.make_dataset(source, demo_vocab.lookup_table(), len(demo_vocab), hps)
   cut = len(corpus.blob) - len(corpus.payloads[-1]) // 2
@@ -656,7 +657,7 @@ def test_bin_file_replaced_by_garbage_after_start_up(tmp_path, demo_vocab, made_
   path = tmp_path / "garbage.bin"
   path.write_bytes(made_corpus.blob)
   hps = config.HParams(single_pass=True, batch_size=2, max_enc_steps=50, max_dec_steps=10)
-  source = data.RecordSource(str(path), single_pass=True)
+  source = data.RecordSource(data_formats.DataFiles.find(str(path)), single_pass=True)
   dataset = data.make_dataset(source, demo_vocab.lookup_table(), len(demo_vocab), hps)
   path.write_bytes(b"\x07" * 37)
   assert _within(TIMEOUT_SECS * 4, list, dataset) == []

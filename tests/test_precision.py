@@ -155,7 +155,7 @@ def test_native_bf16_flags_are_read_from_cpuinfo(tmp_path):
 
 def _train(hps, vocab, steps):
   trainer = train.Trainer(hps.replace(num_train_steps=steps), vocab)
-  source = data.RecordSource(hps.data_path, seed=hps.seed)
+  source = data.RecordSource(data_formats.DataFiles.find(hps.data_path), seed=hps.seed)
   trainer.train(data.make_dataset(source, vocab.lookup_table(), len(vocab), hps))
   return trainer
 

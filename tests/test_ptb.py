@@ -14,6 +14,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
+from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import export
@@ -217,7 +218,8 @@ def test_abstract_sentences_are_lines_for_ptb_only(tmp_path):
   path.write_text(json.dumps({"article": "Sales rose. Profits fell",
                               "abstract_sentences": ["Sales rose", "Profits fell"]}) + "\n",
                   encoding="utf-8")
-  article, abstract = next(iter(data.RecordSource(str(path), single_pass=True)()))
+  source = data.RecordSource(data_formats.DataFiles.find(str(path)), single_pass=True)
+  article, abstract = next(iter(source()))
   assert abstract == "Sales rose\nProfits fell"
   assert reference.tokens_of(abstract, "ptb") == ["Sales", "rose", ".", "Profits", "fell", "."]
   assert reference.tokens_of(article, "ptb") == ["Sales", "rose", ".", "Profits", "fell", "."]

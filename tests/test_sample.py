@@ -204,9 +204,9 @@ def test_article_keys_ignore_padding_and_tell_articles_apart():
 
 
 def test_settings_are_checked_and_named_in_the_directory():
-  for flag, value, problem in (("top_k", -1, "must be >= 0"), ("top_p", 0.0, r"must be in \(0, 1\]"),
-                               ("top_p", 1.5, r"must be in \(0, 1\]"),
-                               ("temperature", 0.0, "must be positive")):
+  unit = r"must be in \(0, 1\]"
+  for flag, value, problem in (("top_k", -1, "must be >= 0"), ("top_p", 0.0, unit),
+                               ("top_p", 1.5, unit), ("temperature", 0.0, "must be positive")):
     with pytest.raises(DataError, match=f"^--{flag}={value}: {problem}$"):
       config.HParams(search="sample", **{flag: value}).validated()
   hps = config.HParams(search="sample", min_dec_steps=2, max_dec_steps=6)

@@ -22,8 +22,8 @@ def first_batch(hps, vocab, batch_size, num_shards=1, shard_index=0):
   tf.data's shuffle seed combines with the global seed, which the Trainer sets from --seed.
   """
   tf.keras.utils.set_random_seed(hps.seed)
-  source = data.RecordSource(hps.data_path, hps.data_format, seed=hps.seed,
-                             num_shards=num_shards, shard_index=shard_index)
+  source = data.RecordSource(data.files_of(hps), seed=hps.seed, num_shards=num_shards,
+                             shard_index=shard_index)
   batch = next(iter(data.make_dataset(source, vocab.lookup_table(), len(vocab), hps,
                                       batch_size=batch_size)))
   return {k: v for k, v in batch.items() if v.dtype != tf.string}
