@@ -1,13 +1,14 @@
 """pointer_gen: the pointer-generator network with coverage (See et al., 2017) in TF2 / Keras 3.
 
-The code map, by layer, from the base up (a package, as `search`, is one entry). Data flows one way, files -> examples -> batches ->
-model -> loss -> training, then search -> decode: a module imports only from its own layer and
-the layers listed before it (data never imports the model, layers never the model, losses never
-train; nothing but the entry layer imports config). tests/test_code_map.py reads every import and
-fails on one that goes up the map.
+The code map, by layer, from the base up; a package (`formats`, `search`) is one entry. Data
+flows one way, files -> examples -> batches -> model -> loss -> training, then search -> decode:
+a module imports only from its own layer and the layers listed before it (data never imports the
+model, layers never the model, losses never train; nothing but the entry layer imports config).
+tests/test_code_map.py reads every import and fails on one that goes up the map.
 
 The base, which every layer may use:
   errors               the errors for bad user input, naming the file, record or flag
+  settings             a component's own settings declared as flags beside its code
   files                atomic writes: a reader sees the old file or the complete new one
   stopping             Ctrl-C and SIGTERM as one clean stop between steps
   environment          the process's TensorFlow settings: CPU allocator, XLA's vector width,
@@ -19,12 +20,11 @@ The base, which every layer may use:
   run_lock             one trainer per run directory: the flock on `<run>/trainer.lock`
   checkpoints          where checkpoints live; which one each mode loads and how it restores it
 Files and examples:
-  records              what every data format shares: the record, skipped records, the
-                       tf.train.Example, the DataFormat interface; bad records
-  bin_format           the original's chunked `.bin`
-  jsonl_format         JSON Lines, with the user's field names
-  tfrecord_format      TFRecord files of tf.train.Example, their checksums checked
-  data_formats         the registry of formats: detect, read, count by format
+  formats              the data formats, a package: the record, skipped records, the
+                       tf.train.Example, the DataFormat interface and registry
+                       (`--data_format`), one module per format (the original's `.bin`, JSONL,
+                       TFRecord), each declaring its own settings; --data_path's files settled
+                       once (DataFiles)
   vocab                the original's vocab file and the `.tokenization.json` beside it
   text                 tokenisation as TensorFlow ops, shared by training and serving
   ptb                  `--tokenizer=ptb`: CoreNLP 3.7.0's PTBTokenizer as RE2 rewrites

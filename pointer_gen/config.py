@@ -6,8 +6,10 @@ import os
 from absl import flags
 
 from pointer_gen import attention
-from pointer_gen import data_formats
+from pointer_gen import settings
 from pointer_gen.errors import DataError
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as formats_registry
 from pointer_gen.precision import PRECISIONS
 from pointer_gen.search import registry as search_registry
 from pointer_gen.search.contract import FIRST_STEP_CONTEXTS
@@ -21,11 +23,12 @@ def define_flags():
   """Defines every flag on absl's global FLAGS; call once, from the entry point."""
   f = flags
   f.DEFINE_enum("mode", "train", list(MODES), "train, eval, decode or export.")
-  f.DEFINE_string("data_path", "", "Glob of data files (.bin chunks, .jsonl, .tfrecord). Empty: "
-                  "the built-in demo corpus (its train split in train mode, val otherwise).")
+  f.DEFINE_string("data_path", "", "Glob of data files: "
+                  f"{formats_registry.extensions_help()}. Empty: the built-in demo corpus (its "
+                  "train split in train mode, val otherwise).")
   f.DEFINE_string("vocab_path", "", "Vocab file ('word count' lines). Empty with no "
                   "--data_path: the demo corpus's vocab.")
-  f.DEFINE_enum("data_format", "auto", ["auto", *data_formats.NAMES],
+  f.DEFINE_enum("data_format", "auto", ["auto", *formats_registry.NAMES],
                 "Format of --data_path files; auto: from the file extension.")
   f.DEFINE_enum("tokenizer", "whitespace", list(TOKENIZERS),
                 "How the data files' text is split into tokens. whitespace: the text is "
@@ -43,11 +46,7 @@ def define_flags():
                 "and pretrained models. Contradicting a record is an error.")
   f.DEFINE_boolean("raw_lowercase", None, "With --raw_tokenizer: raw text was lower-cased too "
                    "(left out with --raw_tokenizer: false).")
-  f.DEFINE_string("article_key", "article", "JSONL: the field holding the article (Hugging "
-                  "Face XSum: document; text/summary files: text).")
-  f.DEFINE_string("abstract_key", "", "JSONL: the field holding the summary, a string or a list "
-                  "of sentences (Hugging Face CNN/DM: highlights; XSum: summary). Empty: "
-                  "abstract_sentences if the object has it, else abstract.")
+  settings.define_flags(formats_registry.settings())  # each format's own, as it declares them
   f.DEFINE_boolean("single_pass", False, "One ordered pass over the data (eval/decode of a "
                    "fixed checkpoint) instead of shuffled batches forever.")
   f.DEFINE_string("log_root", "", "Root directory for all runs. Empty: ./runs")
@@ -60,11 +59,7 @@ def define_flags():
   f.DEFINE_integer("max_dec_steps", 100, "Max summary tokens (decoder steps).")
   f.DEFINE_enum("search", search_registry.DEFAULT, list(search_registry.STRATEGIES),
                 search_registry.search_help())
-  # Each strategy's own settings, as it declares them.
-  define = {int: f.DEFINE_integer, float: f.DEFINE_float, bool: f.DEFINE_boolean,
-            str: f.DEFINE_string}
-  for name, kind, default, help_text in search_registry.settings():
-    define[kind](name, default, help_text)
+  settings.define_flags(search_registry.settings())  # each strategy's own, as declared
   f.DEFINE_integer("min_dec_steps", 35, "Minimum generated length when decoding (every "
                    "--search): [STOP] is not taken before this step.")
   f.DEFINE_integer("vocab_size", 50000, "Vocab entries read from the file, the 4 specials "
@@ -185,7 +180,8 @@ SETTLED = ("data",)
 
 @dataclasses.dataclass(frozen=True)
 class _Flags:
-  """The HParams fields but the search strategies' own settings (HParams below)."""
+  """The HParams fields but the data formats' and search strategies' own settings (HParams
+  below)."""
   mode: str = "train"
   data_path: str = ""
   vocab_path: str = ""
@@ -197,9 +193,7 @@ class _Flags:
   raw_lowercase: bool | None = None
   # --data_path settled (settle.py): its files, their formats, how their text becomes the
   # model's tokens (raw_text.reading) and its fields; None: not settled (data.files_of).
-  data: data_formats.DataFiles | None = None
-  article_key: str = "article"
-  abstract_key: str = ""
+  data: data_files.DataFiles | None = None
   single_pass: bool = False
   log_root: str = ""
   exp_name: str = ""
@@ -292,8 +286,8 @@ class _Flags:
       raise DataError(f"--num_train_steps={self.num_train_steps}: must be >= 0")
     if self.max_attn_vis_files < 0:
       raise DataError(f"--max_attn_vis_files={self.max_attn_vis_files}: must be >= 0")
-    if not self.article_key:
-      raise DataError("--article_key is empty: give the JSONL field that holds the article")
+    for data_format in formats_registry.FORMATS:
+      data_format.Options.from_hparams(self)  # a DataError naming the format's flag
     if self.eval_samples < 0:
       raise DataError(f"--eval_samples={self.eval_samples}: must be >= 0")
     if self.eval_max_checkpoints < 0:
@@ -328,9 +322,11 @@ class _Flags:
 
 
 # Everything the library needs, so that no module below the entry point reads FLAGS: _Flags and
-# the search strategies' own settings, as the strategies declare them (search/registry.py).
+# the data formats' and search strategies' own settings, as they declare them
+# (formats/registry.py, search/registry.py).
 HParams = dataclasses.make_dataclass(
     "HParams", [(name, kind if default is not None else kind | None,
                  dataclasses.field(default=default))
-                for name, kind, default, _ in search_registry.settings()],
+                for name, kind, default, _ in (*formats_registry.settings(),
+                                               *search_registry.settings())],
     bases=(_Flags,), frozen=True, namespace={"__module__": __name__})

@@ -1,6 +1,6 @@
 """The input pipeline: records -> per-example id tensors -> padded, length-bucketed batches.
 
-Records are read and validated in Python (`records`, so bad input is reported with its file
+Records are read and validated in Python (`formats`, so bad input is reported with its file
 and record index); everything from tokenisation on is TensorFlow ops (`example_features`), whose
 article half (`article_features`) the serving graph shares so that both see exactly the same ids.
 """
@@ -11,12 +11,13 @@ import random
 from absl import logging
 import tensorflow as tf
 
-from pointer_gen import data_formats
-from pointer_gen import records
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import flag_text
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as formats_registry
+from pointer_gen.formats import skips as skips_lib
 
 # Number of batches whose examples are grouped by article length, as the original's
 # bucketing cache (bucketing_cache_size=100).
@@ -124,9 +125,8 @@ def files_of(hps):
       raise ValueError(f"HParams.data holds {hps.data.pattern}, not --data_path={hps.data_path}: "
                        "replace data_path together with data")
     return hps.data
-  return data_formats.DataFiles.find(
-      hps.data_path, hps.data_format, hps.reads,
-      {"article_key": hps.article_key, "abstract_key": hps.abstract_key})
+  return data_files.DataFiles.find(hps.data_path, hps.data_format, hps.reads,
+                                   formats_registry.fields_of(hps))
 
 
 class RecordSource:
@@ -142,7 +142,7 @@ class RecordSource:
 
   def __init__(self, files, single_pass=False, seed=None, num_shards=1, shard_index=0, skip=0,
                log_every=0, log_ahead=0):
-    self.files = files  # data_formats.DataFiles
+    self.files = files  # data_files.DataFiles
     # This worker's shard of the files, as indices into files.paths.
     self.order = list(range(len(files.paths)))[shard_index::num_shards]
     if not self.order:
@@ -156,7 +156,7 @@ class RecordSource:
     self.num_records = files.count(self.order)
     self.skip = skip
     self.single_pass = single_pass
-    self.skips = records.SkipCounter()
+    self.skips = skips_lib.SkipCounter()
     self._rng = random.Random(seed)
     self.error = None
 
@@ -293,7 +293,7 @@ class _Sample:
 
   def __init__(self, hps):
     self.max_enc_steps = hps.max_enc_steps
-    examples = files_of(hps).read(records.SkipCounter())
+    examples = files_of(hps).read(skips_lib.SkipCounter())
     self.articles = [r.article for r in itertools.islice(examples, OOV_CHECK_EXAMPLES)]
     self._tokens = {}
 

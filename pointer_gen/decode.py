@@ -26,6 +26,7 @@ from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import make_output_dir
+from pointer_gen.formats import registry as formats_registry
 from pointer_gen.search import contract
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import registry as strategies
@@ -44,7 +45,7 @@ _RUN_FLAGS = (
     "data_path", "max_enc_steps", "pointer_gen", "coverage", "rouge_tokenizer", "precision",
     "compiled_attention", "attention_implementation", "vocab_path", "vocab_size", "hidden_dim",
     "emb_dim", "tokenizer", "lowercase", "raw_tokenizer", "raw_lowercase", "data_format",
-    "article_key", "abstract_key")
+    *formats_registry.setting_names())
 
 
 def decode_dir_name(hps, ckpt_path):

@@ -21,8 +21,8 @@ import time
 
 from absl import logging
 
-from pointer_gen.bin_format import BIN
-from pointer_gen.records import Record
+from pointer_gen.formats.base import Record
+from pointer_gen.formats.bin_format import BIN
 from pointer_gen.vocab import count_words, write_tokenization, write_vocab
 
 # Bump whenever the generated files change, so that ensure_demo_corpus regenerates old copies

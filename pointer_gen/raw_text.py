@@ -14,7 +14,7 @@ and of the model trained on it, known from:
   no record (the original's finished_files and pretrained models: ptb, lower-cased).
 Two of them that disagree are an error naming both.
 
-What is raw text is the data format's to say (records.DataFormat.pretokenized): the functions
+What is raw text is the data format's to say (formats.base.DataFormat.pretokenized): the functions
 that look at the data take the formats of --data_path's files, as settle.py finds them.
 """
 

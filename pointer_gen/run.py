@@ -23,7 +23,6 @@ from pointer_gen import environment
 from pointer_gen import eval_samples
 from pointer_gen import evaluate
 from pointer_gen import export
-from pointer_gen import records
 from pointer_gen import settle
 from pointer_gen import train
 from pointer_gen import train_utilities
@@ -31,6 +30,7 @@ from pointer_gen import usage
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import OutputError
+from pointer_gen.formats import skips
 
 FLAGS = flags.FLAGS
 config.define_flags()
@@ -41,7 +41,7 @@ def main(argv):
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   stopping.exit_if_requested()  # a signal while TensorFlow was being imported
   try:
-    with records.one_count_per_record():
+    with skips.one_count_per_record():
       _run_mode()
   except (DataError, OutputError, train.NonFiniteError) as e:
     print(f"error: {e}", file=sys.stderr)

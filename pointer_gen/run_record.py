@@ -33,6 +33,7 @@ from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import flag_text
 from pointer_gen.errors import make_output_dir
+from pointer_gen.formats import registry as formats_registry
 
 FILE_NAME = "run_config.json"
 # The model's shape and how text becomes ids: no mode may run a trained model with others.
@@ -42,7 +43,7 @@ FIXED = ("vocab_size", "hidden_dim", "emb_dim", "pointer_gen", "tokenizer", "low
 PHASE = ("coverage",)
 # How the data files are laid out: recorded and inherited, but eval and decode may read files
 # laid out otherwise than the training data (a .bin test set for a JSONL-trained model).
-DATA = ("data_format", "article_key", "abstract_key")
+DATA = ("data_format", *formats_registry.setting_names())
 # The original trains on short articles first and raises max_enc_steps on resuming (its README,
 # "Increasing sequence length during training"): train may change it, and the record follows.
 CHANGEABLE_BY_TRAIN = ("max_enc_steps",)

@@ -2,7 +2,7 @@
 `record_raw_text` adds a statement of how raw text became the tokens to the run's record).
 
 One trip down: the flags (config), the run's record (run_record, read once), the checkpoint the
-mode loads (checkpoints), the data (records, its files' formats from data_formats, once;
+mode loads (checkpoints), the data (formats: its files expanded and their formats found, once;
 demo_data), the vocab's tokenisation (vocab) and how raw text became the tokens (raw_text), with
 the tokenisation that reads the data (`HParams.reads`). Whether the model has coverage is
 decided here alone (`_coverage`).
@@ -17,13 +17,13 @@ import tensorflow as tf
 from pointer_gen import attention
 from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import data_formats
 from pointer_gen import demo_data
 from pointer_gen import raw_text
-from pointer_gen import records
 from pointer_gen import run_record
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as formats_registry
 from pointer_gen.search import registry as strategies
 
 
@@ -44,7 +44,7 @@ def hparams(flag_values):
   finds_data = hps.mode != "export"
   reads_data = finds_data and not utility
   # The one expansion of --data_path, before any mkdir: a glob that matches nothing fails first.
-  paths = records.expand_glob(hps.data_path) if finds_data and hps.data_path else None
+  paths = data_files.expand_glob(hps.data_path) if finds_data and hps.data_path else None
   if hps.mode == "eval" and not hps.single_pass:
     checkpoints.wait_for_train_dir(hps)  # started with its trainer, it needs the trainer's record
   record = run_record.read(hps.run_dir)
@@ -53,14 +53,13 @@ def hparams(flag_values):
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
     hps, recorded = from_run(hps, given, record)
   hps = _resolve_data(hps, given, record)
-  fields = {"article_key": hps.article_key, "abstract_key": hps.abstract_key}
   # The formats as the run's record may have named them (data_format is inherited).
-  files = data_formats.DataFiles.find(hps.data_path, hps.data_format, fields=fields,
-                                      paths=paths) if finds_data else None
+  files = data_files.DataFiles.find(hps.data_path, hps.data_format,
+                                    fields=formats_registry.fields_of(hps),
+                                    paths=paths) if finds_data else None
   formats = files.formats if files is not None else ()
   if reads_data:
-    for path, data_format in zip(files.paths, formats):
-      data_format.check_fields(path, **fields)
+    files.check_fields()
   vocab_lib.check_tokenization(hps.vocab_path, hps.tokenizer, hps.lowercase, given)
   hps = raw_text.settle(hps, given, recorded, formats)
   if hps.mode == "export":

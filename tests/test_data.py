@@ -10,8 +10,8 @@ import tensorflow as tf
 
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.formats import data_files
 
 WORDS = ["the", "cat", "sat", "on", "mat", ".", "a", "dog"]
 # [UNK]=0 [PAD]=1 [START]=2 [STOP]=3, then the=4 cat=5 sat=6 on=7 mat=8 .=9 a=10 dog=11.
@@ -246,7 +246,7 @@ def test_data_epoch_lines_at_most_one_per_log_interval(tmp_path, caplog):
   caplog.clear()
   # Without an interval: a line per epoch.
   with caplog.at_level("INFO", logger="absl"):
-    source = data.RecordSource(data_formats.DataFiles.find(str(path)), seed=0)
+    source = data.RecordSource(data_files.DataFiles.find(str(path)), seed=0)
     list(itertools.islice(source(), 41))
   assert [m for m in caplog.messages if m.startswith("Finished data epoch")] == [
       "Finished data epoch 1; starting the next.", "Finished data epoch 2; starting the next."]

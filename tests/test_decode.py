@@ -10,19 +10,20 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_gen import bin_format
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import metrics
 from pointer_gen import raw_text
-from pointer_gen import records
-from pointer_gen import tfrecord_format
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.formats import bin_format
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
+from pointer_gen.formats import tfrecord_format
 
 from helpers import events
 from helpers import load_tool
@@ -42,7 +43,7 @@ def trained(tmp_path_factory):
       seed=3, checkpoint_secs=1000)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   trainer = train.Trainer(hps, vocab)
-  source = data.RecordSource(data_formats.DataFiles.find(hps.data_path), seed=hps.seed)
+  source = data.RecordSource(data_files.DataFiles.find(hps.data_path), seed=hps.seed)
   trainer.train(data.make_dataset(source, vocab.lookup_table(), len(vocab), hps))
   hps = hps.replace(mode="decode", data_path=corpus["val"], single_pass=True,
                     max_decode_examples=NUM_EXAMPLES, batch_size=5)
@@ -65,7 +66,7 @@ def test_single_pass_writes_files_and_agreeing_metrics(trained, capsys):
                                  + [f"{i:06d}_reference.txt" for i in range(NUM_EXAMPLES)])
   # References are the data's abstracts, one sentence a line.
   first_ref = files["000000_reference.txt"].splitlines()
-  first = next(bin_format.BIN.read(sorted(glob.glob(hps.data_path))[0], records.SkipCounter()))
+  first = next(bin_format.BIN.read(sorted(glob.glob(hps.data_path))[0], skips_lib.SkipCounter()))
   assert first_ref == first.abstract_sentences
   # ROUGE_results.txt and metrics.json agree, and both agree with a recomputation.
   with open(os.path.join(directory, "metrics.json"), encoding="utf-8") as f:
@@ -209,10 +210,10 @@ def test_a_tfrecord_twin_of_the_bin_gives_its_batches_and_summaries(trained, tmp
   shutil.copytree(os.path.join(trained[0].run_dir, "train"), os.path.join(hps.run_dir, "train"))
   twin_dir = tmp_path / "twin"
   twin_dir.mkdir()
-  for path in records.expand_glob(hps.data_path):
+  for path in data_files.expand_glob(hps.data_path):
     name = os.path.splitext(os.path.basename(path))[0]
     tfrecord_format.TFRECORD.write(str(twin_dir / f"{name}.tfrecord"),
-                                   bin_format.BIN.read(path, records.SkipCounter()))
+                                   bin_format.BIN.read(path, skips_lib.SkipCounter()))
   twin = hps.replace(data_path=f"{twin_dir}/val_*.tfrecord")
   for single_pass in (True, False):
     batches = [list(data.input_pipeline(h, vocab, single_pass)[1].take(3)) for h in (hps, twin)]

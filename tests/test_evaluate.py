@@ -19,19 +19,20 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import attention_view
-from pointer_gen import bin_format
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import demo_data
 from pointer_gen import eval_samples
 from pointer_gen import evaluate
 from pointer_gen import losses
 from pointer_gen import model as model_lib
-from pointer_gen import records
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.formats import bin_format
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
 
 from helpers import reference
 from helpers import events
@@ -259,7 +260,7 @@ def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys
   vocab = vocab_lib.Vocab.from_file(run["corpus"]["vocab"], hps.vocab_size)
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   checkpoints.restore_weights(model, str(ckpt))
-  source = data.RecordSource(data_formats.DataFiles.find(hps.data_path), single_pass=True)
+  source = data.RecordSource(data_files.DataFiles.find(hps.data_path), single_pass=True)
   per_example, token_sums, token_counts = [], 0.0, 0
   for batch in data.make_dataset(source, vocab.lookup_table(), len(vocab), hps):
     probs = reference.gold_probs_scattered(model(batch), batch["target"], batch["enc_input_ext"],
@@ -395,8 +396,8 @@ def test_tensorboard_shows_the_samples_of_each_checkpoint(concurrent_run, tensor
   assert set(_get_json(url, "/data/plugin/images/tags")["eval"]) == {
       f"samples/attention_{i}" for i in range(3)}
   # The samples are the first 3 validation articles, as the model reads them (40 tokens).
-  val = data_formats.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
-                                  records.SkipCounter())
+  val = data_formats.read_records(data_files.expand_glob(run["corpus"]["val"]), "auto",
+                                  skips_lib.SkipCounter())
   articles = [next(val).article.split()[:40] for _ in range(3)]
   scalars = {tag: {step: value for _, step, value in _get_json(
       url, "/data/plugin/scalars/scalars", run="eval", tag=tag)} for tag in figures}
@@ -429,8 +430,8 @@ def test_the_attention_picture_is_the_attention_decode_writes(concurrent_run, te
   # --mode=decode of the first validation article alone (a data file of its own: continuous
   # decode takes random articles) with the checkpoint eval scored last.
   run, step = concurrent_run, concurrent_run["last_step"]
-  first = next(data_formats.read_records(records.expand_glob(run["corpus"]["val"]), "auto",
-                                         records.SkipCounter()))
+  first = next(data_formats.read_records(data_files.expand_glob(run["corpus"]["val"]), "auto",
+                                         skips_lib.SkipCounter()))
   bin_format.BIN.write(str(tmp_path / "first.bin"), [first])
   code, _, err = run_main(capsys, "--mode=decode", f"--data_path={tmp_path / 'first.bin'}",
                           f"--vocab_path={run['corpus']['vocab']}", f"--log_root={tmp_path}",

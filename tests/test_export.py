@@ -17,14 +17,14 @@ from tensorflow.core.protobuf import saved_model_pb2
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import export
 from pointer_gen import model as model_lib
-from pointer_gen import records
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
 
@@ -123,7 +123,7 @@ def exported(tmp_path_factory):
       p_gen_means = [json.loads(line)["p_gen_mean"] for line in f]
 
     articles = [r.article for r in data_formats.read_records(
-        sorted(glob.glob(corpus["val"])), "auto", records.SkipCounter())][:NUM_EXAMPLES]
+        sorted(glob.glob(corpus["val"])), "auto", skips_lib.SkipCounter())][:NUM_EXAMPLES]
     long_article = " ".join((articles[0].split() * 100_000)[:100_000])
     awkward = {
         "plain": articles[0],

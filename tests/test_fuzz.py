@@ -28,14 +28,15 @@ from hypothesis import strategies as st
 import pytest
 import tensorflow as tf
 
-from pointer_gen import bin_format
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
-from pointer_gen import jsonl_format
-from pointer_gen import records
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.formats import base
+from pointer_gen.formats import bin_format
+from pointer_gen.formats import data_files
+from pointer_gen.formats import jsonl_format
+from pointer_gen.formats import skips as skips_lib
 
 SCALE = float(os.environ.get("POINTER_GEN_FUZZ_SCALE", "1"))
 # Reading one small file takes milliseconds; a generous bound still catches any hang.
@@ -101,7 +102,7 @@ def _captured_warnings():
 
 def _read(reader, path):
   """(records, skips, DataError or None); any other exception propagates and fails the test."""
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   got = []
   try:
     for record in reader(path, skips):
@@ -142,7 +143,7 @@ class _BinCorpus:
         spans.append((payload.find(text), payload.find(text) + len(text)))
       self.spans.append(spans)
       self.records.append((article.decode("utf-8"),
-                           records.abstract_to_sentences(abstract.decode("utf-8"))))
+                           base.abstract_to_sentences(abstract.decode("utf-8"))))
 
 
 def _walk(blob):
@@ -163,11 +164,11 @@ def _walk(blob):
 def made_corpus(tmp_path_factory):
   root = tmp_path_factory.mktemp("bin_corpora")
   written = [
-      records.Record("the mayor of grasvismouth resigned on monday .",
+      base.Record("the mayor of grasvismouth resigned on monday .",
                      ["the mayor resigned .", "the council met ."], "made", 0),
-      records.Record("Thảm đỏ của Hoa hậu Việt Nam — “đẹp” 😀 ở Hà Nội", ["tóm tắt ngắn ."],
+      base.Record("Thảm đỏ của Hoa hậu Việt Nam — “đẹp” 😀 ở Hà Nội", ["tóm tắt ngắn ."],
                      "made", 1),
-      records.Record("a third article , short", ["one sentence ."], "made", 2),
+      base.Record("a third article , short", ["one sentence ."], "made", 2),
   ]
   bin_format.BIN.write(str(root / "made.bin"), written)
   return _BinCorpus((root / "made.bin").read_bytes())
@@ -235,7 +236,7 @@ def _explain(record, payload, corpus):
     changed = [k for k in range(len(payload)) if payload[k] != original[k]]
     if all(a0 <= k < a1 or b0 <= k < b1 for k in changed):
       expected = (payload[a0:a1].decode("utf-8"),
-                  records.abstract_to_sentences(payload[b0:b1].decode("utf-8")))
+                  base.abstract_to_sentences(payload[b0:b1].decode("utf-8")))
       assert (record.article, record.abstract_sentences) == expected
       return "text bytes changed"
   pytest.fail(f"record {record.index} came through from a payload whose structure (not only "
@@ -575,7 +576,7 @@ def demo_vocab(tmp_path_factory):
 def _pipeline(path, vocab):
   """All (article, abstract) strings of a single-pass dataset over `path`, and its source."""
   hps = config.HParams(single_pass=True, batch_size=3, max_enc_steps=50, max_dec_steps=10)
-  source = data.RecordSource(data_formats.DataFiles.find(path), single_pass=True)
+  source = data.RecordSource(data_files.DataFiles.find(path), single_pass=True)
   pairs = []
   for batch in data.make_dataset(source, vocab.lookup_table(), len(vocab), hps):
     pairs += [(a.decode("utf-8"), b.decode("utf-8"))
@@ -642,7 +643,7 @@ def test_file_cut_short_after_start_up_is_a_data_error_not_a_tf_error(vietnews_c
   path = tmp_path / "shrinks.bin"
   path.write_bytes(corpus.blob)
   hps = config.HParams(single_pass=True, batch_size=2, max_enc_steps=50, max_dec_steps=10)
-  source = data.RecordSource(data_formats.DataFiles.find(str(path)), single_pass=True)
+  source = data.RecordSource(data_files.DataFiles.find(str(path)), single_pass=True)
   assert source.num_records == 3
   dataset = data.make_dataset(source, demo_vocab.lookup_table(), len(demo_vocab), hps)
   cut = len(corpus.blob) - len(corpus.payloads[-1]) // 2
@@ -657,7 +658,7 @@ def test_bin_file_replaced_by_garbage_after_start_up(tmp_path, demo_vocab, made_
   path = tmp_path / "garbage.bin"
   path.write_bytes(made_corpus.blob)
   hps = config.HParams(single_pass=True, batch_size=2, max_enc_steps=50, max_dec_steps=10)
-  source = data.RecordSource(data_formats.DataFiles.find(str(path)), single_pass=True)
+  source = data.RecordSource(data_files.DataFiles.find(str(path)), single_pass=True)
   dataset = data.make_dataset(source, demo_vocab.lookup_table(), len(demo_vocab), hps)
   path.write_bytes(b"\x07" * 37)
   assert _within(TIMEOUT_SECS * 4, list, dataset) == []

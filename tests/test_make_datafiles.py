@@ -16,9 +16,10 @@ import pytest
 import tensorflow as tf
 
 from helpers import finish_tool_runs, load_tool, start_tool_runs
-from pointer_gen import bin_format
-from pointer_gen import records
 from pointer_gen.errors import DataError
+from pointer_gen.formats import base
+from pointer_gen.formats import bin_format
+from pointer_gen.formats import skips as skips_lib
 
 md = load_tool("make_datafiles")
 
@@ -161,12 +162,12 @@ def test_stories_chunks_of_1000_and_whole_split_files(story_run):
 
 def test_stories_read_back_by_the_project_reader(story_run):
   out_dir, _, _ = story_run
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   back = list(bin_format.BIN.read(str(out_dir / "chunked" / "train_001.bin"), skips))
   assert skips.total == 0
   pairs = _walk(out_dir / "chunked" / "train_001.bin")
   assert [(r.article, r.abstract_sentences) for r in back] == [
-      (a, records.abstract_to_sentences(b)) for a, b in pairs]
+      (a, base.abstract_to_sentences(b)) for a, b in pairs]
   full = next(r for r in back if r.article == HAND_STORIES["full"][1])
   assert full.abstract_sentences == ["first point .", "second one ."]
 
@@ -264,7 +265,7 @@ def test_refuses_an_out_dir_with_finished_files_of_its_splits(tmp_path):
   (out_dir / "vocab").write_bytes(b"old vocab")
 
   def sources():
-    return md.jsonl_sources({"val": str(path)}, records.SkipCounter(), "article", "")
+    return md.jsonl_sources({"val": str(path)}, skips_lib.SkipCounter(), "article", "")
 
   _run(sources(), out_dir)
   assert _walk(out_dir / "val.bin") == [("aa .", "<s> bb . </s>")]
@@ -315,7 +316,7 @@ def test_jsonl_gives_byte_identical_files(tmp_path):
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                     encoding="utf-8")
     out_dir = tmp_path / f"from_{name}"
-    _run(md.jsonl_sources({"train": str(path)}, records.SkipCounter(), "article", key), out_dir)
+    _run(md.jsonl_sources({"train": str(path)}, skips_lib.SkipCounter(), "article", key), out_dir)
     for f in ("train.bin", "chunked/train_000.bin", "vocab"):
       assert (out_dir / f).read_bytes() == (from_stories / f).read_bytes(), (name, f)
 
@@ -325,12 +326,12 @@ def test_jsonl_first_record_without_the_fields_is_an_error_naming_them(tmp_path)
   path.write_text("\n{broken\n" + json.dumps({"article": "A", "summary": "S", "id": 1}) + "\n",
                   encoding="utf-8")
   with pytest.raises(DataError) as e:
-    md.jsonl_sources({"train": str(path)}, records.SkipCounter(), "article", "")
+    md.jsonl_sources({"train": str(path)}, skips_lib.SkipCounter(), "article", "")
   assert str(e.value) == (f"{path}: line 3 has the fields article, id, summary, none of "
                           "abstract_sentences, abstract or highlights: give the field of the "
                           "summary with --abstract_key")
   with pytest.raises(DataError) as e:
-    md.jsonl_sources({"train": str(path)}, records.SkipCounter(), "article", "highlights")
+    md.jsonl_sources({"train": str(path)}, skips_lib.SkipCounter(), "article", "highlights")
   assert str(e.value) == (f"{path}: line 3 has the fields article, id, summary, no "
                           "--abstract_key=highlights: give the field of the summary")
 
@@ -351,7 +352,7 @@ def test_jsonl_max_size_and_chunk_size(tmp_path):
   path.write_text("".join(json.dumps({"article": f"A{i} bb cc.", "highlights": "Hi."}) + "\n"
                           for i in range(5)), encoding="utf-8")
   out_dir = tmp_path / "out"
-  output = _run(md.jsonl_sources({"train": str(path)}, records.SkipCounter(), "article",
+  output = _run(md.jsonl_sources({"train": str(path)}, skips_lib.SkipCounter(), "article",
                                  "highlights"), out_dir, chunk_size=2, max_size=4)
   assert [len(_walk(out_dir / "chunked" / f"train_{i:03d}.bin")) for i in range(3)] == [2, 2, 1]
   # Hand count: "." 10 (5 articles, 5 highlights), "bb" 5, "cc" 5, "hi" 5, then a0..a4 once.
@@ -397,7 +398,7 @@ def test_oracle_val_matches_the_original_pipeline(ptb_oracle, tmp_path, lowercas
   path = tmp_path / "val.jsonl"
   path.write_text("".join(json.dumps({"article": row["article_raw"], "highlights": "\n".join(
       row["abstract_sentences_raw"])}) + "\n" for row in rows), encoding="utf-8")
-  _run(md.jsonl_sources({"val": str(path)}, records.SkipCounter(), "article", "highlights"),
+  _run(md.jsonl_sources({"val": str(path)}, skips_lib.SkipCounter(), "article", "highlights"),
        tmp_path / "jsonl")
   assert ((tmp_path / "jsonl" / "val.bin").read_bytes()
           == (tmp_path / "out" / "val.bin").read_bytes())

@@ -16,13 +16,14 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import decode
-from pointer_gen import records
-from pointer_gen import tfrecord_format
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import OutputError
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
+from pointer_gen.formats import tfrecord_format
 
 from helpers import REPO
 from helpers import project_error_lines
@@ -268,7 +269,7 @@ def _jsonl_with_a_cut_line(demo_corpus, path, count, bad_index):
   """The first `count` records of the demo corpus as JSONL, the line `bad_index` (0-based) cut
   short of its closing brace; returns that line's length."""
   recs = itertools.islice(data_formats.read_records(
-      records.expand_glob(demo_corpus["train"]), "auto", records.SkipCounter()), count)
+      data_files.expand_glob(demo_corpus["train"]), "auto", skips_lib.SkipCounter()), count)
   lines = [json.dumps({"article": r.article, "abstract_sentences": r.abstract_sentences})
            for r in recs]
   lines[bad_index] = lines[bad_index][:-1]
@@ -327,8 +328,8 @@ def test_a_decode_that_fails_before_its_first_summary_leaves_nothing_behind(
   # decode's own count of the records, after it has chosen its directory, finds it.
   path = tmp_path / "test.tfrecord"
   count = data.OOV_CHECK_EXAMPLES + 5
-  recs = itertools.islice(data_formats.read_records(records.expand_glob(demo_corpus["train"]),
-                                                    "auto", records.SkipCounter()), count)
+  recs = itertools.islice(data_formats.read_records(data_files.expand_glob(demo_corpus["train"]),
+                                                    "auto", skips_lib.SkipCounter()), count)
   tfrecord_format.TFRECORD.write(str(path), list(recs))
   damaged = bytearray(path.read_bytes())
   damaged[-10] ^= 0xFF
@@ -438,8 +439,8 @@ def test_training_with_another_tokenisation_than_the_vocabs_is_refused_naming_it
   vocab = tmp_path / "vocab"
   shutil.copy(demo_corpus["vocab"], vocab)
   path = tmp_path / "upper.jsonl"
-  recs = itertools.islice(data_formats.read_records(records.expand_glob(demo_corpus["train"]),
-                                                    "auto", records.SkipCounter()), 50)
+  recs = itertools.islice(data_formats.read_records(data_files.expand_glob(demo_corpus["train"]),
+                                                    "auto", skips_lib.SkipCounter()), 50)
   path.write_text("".join(json.dumps({"article": r.article.upper(), "abstract": "a ."}) + "\n"
                           for r in recs), encoding="utf-8")
   check = _check(path, vocab, tmp_path, "--raw_tokenizer=whitespace")

@@ -12,16 +12,17 @@ import tensorflow as tf
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import export
 from pointer_gen import model as model_lib
 from pointer_gen import precision
-from pointer_gen import records
 from pointer_gen import train
 from pointer_gen import training_state
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
 
 # bfloat16 keeps 8 significant bits (7 stored + 1 implicit): each rounding is off by at most
 # 2^-9 (0.2 %) of the value. The loss is a mean over ~30 tokens of float32 logs of float32
@@ -155,7 +156,7 @@ def test_native_bf16_flags_are_read_from_cpuinfo(tmp_path):
 
 def _train(hps, vocab, steps):
   trainer = train.Trainer(hps.replace(num_train_steps=steps), vocab)
-  source = data.RecordSource(data_formats.DataFiles.find(hps.data_path), seed=hps.seed)
+  source = data.RecordSource(data_files.DataFiles.find(hps.data_path), seed=hps.seed)
   trainer.train(data.make_dataset(source, vocab.lookup_table(), len(vocab), hps))
   return trainer
 
@@ -220,7 +221,7 @@ def test_bf16_decode_and_export_give_valid_summaries(bf16_run, tmp_path):
   assert result["flags"]["precision"] == "mixed_bfloat16"
   assert result["num_examples"] == 3
   articles = [r.article.split() for r in data_formats.read_records(
-      sorted(glob.glob(corpus["val"])), "auto", records.SkipCounter())][:3]
+      sorted(glob.glob(corpus["val"])), "auto", skips_lib.SkipCounter())][:3]
   decoded = sorted(glob.glob(os.path.join(tmp_path, "run", "decode_*", "decoded", "*.txt")))
   assert len(decoded) == 3
   for path, article in zip(decoded, articles):

@@ -14,7 +14,6 @@ from tensorflow.core.protobuf import saved_model_pb2
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import demo_data
 from pointer_gen import export
@@ -22,6 +21,7 @@ from pointer_gen import model as model_lib
 from pointer_gen import ptb
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.formats import data_files
 
 from helpers import reference
 
@@ -218,7 +218,7 @@ def test_abstract_sentences_are_lines_for_ptb_only(tmp_path):
   path.write_text(json.dumps({"article": "Sales rose. Profits fell",
                               "abstract_sentences": ["Sales rose", "Profits fell"]}) + "\n",
                   encoding="utf-8")
-  source = data.RecordSource(data_formats.DataFiles.find(str(path)), single_pass=True)
+  source = data.RecordSource(data_files.DataFiles.find(str(path)), single_pass=True)
   article, abstract = next(iter(source()))
   assert abstract == "Sales rose\nProfits fell"
   assert reference.tokens_of(abstract, "ptb") == ["Sales", "rose", ".", "Profits", "fell", "."]

@@ -15,11 +15,11 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from pointer_gen import bin_format
-from pointer_gen import records
 from pointer_gen import run_record
-from pointer_gen import tfrecord_format
 from pointer_gen.errors import DataError
+from pointer_gen.formats import bin_format
+from pointer_gen.formats import skips as skips_lib
+from pointer_gen.formats import tfrecord_format
 
 from helpers import load_tool
 from helpers import run_main
@@ -127,7 +127,7 @@ def test_export_tokenises_raw_articles_as_make_datafiles_made_the_bin(prepared):
   got = loaded.signatures["attention"](article=tf.constant(articles))["article_tokens"]
   got = [[t.decode("utf-8") for t in row if t] for row in got.numpy()]
   made = [r.article.split(" ") for r in bin_format.BIN.read(str(prepared["out"] / "test.bin"),
-                                                           records.SkipCounter())]
+                                                           skips_lib.SkipCounter())]
   assert got == [tokens[:MAX_ENC_STEPS] for tokens in made]
   # The comparison means something: the articles are cut, and split on whitespace with case
   # kept they would be other tokens.
@@ -156,7 +156,7 @@ def test_decode_of_raw_jsonl_gives_the_summaries_references_and_rouge_of_its_bin
   assert references == _decoded(run_dir, "test", "reference")
   # The .bin's abstracts, independently: their sentences between the tags, one a line.
   made = [r.abstract_sentences for r in bin_format.BIN.read(str(prepared["out"] / "test.bin"),
-                                                          records.SkipCounter())]
+                                                          skips_lib.SkipCounter())]
   assert list(references.values()) == ["\n".join(sentences) + "\n" for sentences in made]
   assert "-lrb- 1890 -rrb-" in references["000000_reference.txt"]
   metrics = {}
@@ -264,7 +264,7 @@ def test_a_tfrecord_twin_is_read_as_its_bin_and_raw_jsonl_as_raw_text(prepared, 
   out = prepared["out"]
   twin = tmp_path / "test.tfrecord"
   tfrecord_format.TFRECORD.write(str(twin), bin_format.BIN.read(str(out / "test.bin"),
-                                                                records.SkipCounter()))
+                                                                skips_lib.SkipCounter()))
   shutil.copy(prepared["raw"], tmp_path / "test.jsonl")
 
   def reads(data_path):

@@ -1,4 +1,4 @@
-"""Tests of pointer_gen.records, the data formats and the data tools (make_vocab, convert_data).
+"""Tests of pointer_gen.formats, the data formats and the data tools (make_vocab, convert_data).
 
 Files in the .bin and TFRecord formats are built and walked here with struct, a CRC-32C of the
 test's own and tf.train.Example directly, so the readers and writers are checked against an
@@ -14,12 +14,14 @@ import pytest
 import tensorflow as tf
 
 from helpers import finish_tool_runs, start_tool_runs
-from pointer_gen import bin_format
-from pointer_gen import data_formats
-from pointer_gen import jsonl_format
-from pointer_gen import records
-from pointer_gen import tfrecord_format
 from pointer_gen.errors import DataError
+from pointer_gen.formats import base
+from pointer_gen.formats import bin_format
+from pointer_gen.formats import data_files
+from pointer_gen.formats import jsonl_format
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
+from pointer_gen.formats import tfrecord_format
 
 
 # ---------------------------------------------------------------- independent .bin helpers
@@ -70,7 +72,7 @@ def _good(article="a b c", abstract="<s> a b . </s>"):
 
 
 def _record(article, sentences, index=0):
-  return records.Record(article, sentences, "hand-written", index)
+  return base.Record(article, sentences, "hand-written", index)
 
 
 # ---------------------------------------------------------------- real data
@@ -79,7 +81,7 @@ def _record(article, sentences, index=0):
 def test_read_bin_real_vietnews_matches_struct_walk(vietnews):
   path = str(vietnews / "chunked" / "val_000.bin")
   payloads = _walk(path)
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   recs = list(bin_format.BIN.read(path, skips))
   assert len(recs) == len(payloads) == 1000
   assert skips.total == 0
@@ -95,7 +97,7 @@ def test_read_bin_real_vietnews_matches_struct_walk(vietnews):
 
 
 def test_check_bin_framing_real_files(vietnews):
-  paths = records.expand_glob(str(vietnews / "chunked" / "val_*.bin"))
+  paths = data_files.expand_glob(str(vietnews / "chunked" / "val_*.bin"))
   assert [os.path.basename(p) for p in paths] == ["val_000.bin", "val_1000.bin", "val_2000.bin"]
   counts = [bin_format.BIN.count(p) for p in paths]
   assert counts == [len(_walk(p)) for p in paths]
@@ -106,18 +108,18 @@ def test_read_jsonl_real_bbc_matches_json_loads(bbc):
   path = str(bbc / "val.jsonl")
   with open(path, encoding="utf-8") as f:
     first = json.loads(f.readline())
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   recs = list(jsonl_format.JSONL.read(path, skips))
   assert len(recs) == 200
   assert skips.total == 0
-  assert recs[0] == records.Record(first["article"], first["abstract_sentences"], path, 0)
+  assert recs[0] == base.Record(first["article"], first["abstract_sentences"], path, 0)
   assert recs[-1].index == 199
   assert "\n" in recs[0].article  # paragraphs survive untouched
 
 
 def test_read_records_mixes_formats_in_given_order(vietnews, bbc):
   paths = [str(bbc / "val.jsonl"), str(vietnews / "chunked" / "val_2000.bin")]
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   sources = [r.source for r in data_formats.read_records(paths, "auto", skips)]
   n_bin = len(_walk(paths[1]))
   assert sources == [paths[0]] * 200 + [paths[1]] * n_bin
@@ -143,7 +145,7 @@ def test_write_bin_bytes_and_read_back(tmp_path):
   assert _feature(payloads[0], "abstract") == "<s> câu một . </s> <s> câu hai . </s>".encode()
   assert _feature(payloads[1], "abstract") == b""
   assert _feature(payloads[0], "article") == HAND_RECORDS[0].article.encode("utf-8")
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   back = list(bin_format.BIN.read(path, skips))
   assert skips.total == 0
   assert [(r.article, r.abstract_sentences, r.index) for r in back] == [
@@ -163,18 +165,18 @@ def test_write_jsonl_bytes_and_read_back(tmp_path):
       "abstract": "câu một . câu hai .",
       "abstract_sentences": ["câu một .", "câu hai ."],
   }
-  back = list(jsonl_format.JSONL.read(path, records.SkipCounter()))
+  back = list(jsonl_format.JSONL.read(path, skips_lib.SkipCounter()))
   assert [(r.article, r.abstract_sentences) for r in back] == [
       (r.article, r.abstract_sentences) for r in HAND_RECORDS]
 
 
 def test_bbc_jsonl_to_bin_to_jsonl_round_trip(bbc, tmp_path):
   src = str(bbc / "val.jsonl")
-  original = list(jsonl_format.JSONL.read(src, records.SkipCounter()))
+  original = list(jsonl_format.JSONL.read(src, skips_lib.SkipCounter()))
   paths = bin_format.BIN.write_chunks(original, str(tmp_path / "chunks"), "val", chunk_size=64)
   assert [os.path.basename(p) for p in paths] == [f"val_{i:03d}.bin" for i in range(4)]
   assert [len(_walk(p)) for p in paths] == [64, 64, 64, 8]
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   from_bin = list(data_formats.read_records(paths, "auto", skips))
   assert skips.total == 0
   out = str(tmp_path / "back.jsonl")
@@ -195,7 +197,7 @@ def test_write_chunked_sizes_and_empty(tmp_path):
 
 def test_write_bin_refuses_sentence_with_tags_and_leaves_no_file(tmp_path):
   path = str(tmp_path / "bad.bin")
-  recs = [_record("ok", ["fine"], 0), records.Record("ok", ["a <s> b"], "src.jsonl", 7)]
+  recs = [_record("ok", ["fine"], 0), base.Record("ok", ["a <s> b"], "src.jsonl", 7)]
   with pytest.raises(DataError, match=r"src\.jsonl: record 7: .*'a <s> b'"):
     bin_format.BIN.write(path, recs)
   assert os.listdir(tmp_path) == []
@@ -221,7 +223,7 @@ def test_broken_framing_raises_with_file_record_and_offset(tmp_path, tail, messa
     bin_format.BIN.count(path)
   got = []
   with pytest.raises(DataError, match=where + message):
-    for record in bin_format.BIN.read(path, records.SkipCounter()):
+    for record in bin_format.BIN.read(path, skips_lib.SkipCounter()):
       got.append(record)
   assert [r.article for r in got] == ["a b c"]  # what came before the break was fine
 
@@ -236,7 +238,7 @@ def test_length_beyond_file_in_first_record(tmp_path):
 def test_empty_bin_file_has_no_records(tmp_path):
   path = _write_frames(tmp_path / "empty.bin", [])
   assert bin_format.BIN.count(path) == 0
-  assert list(bin_format.BIN.read(path, records.SkipCounter())) == []
+  assert list(bin_format.BIN.read(path, skips_lib.SkipCounter())) == []
 
 
 # ---------------------------------------------------------------- .bin content skips
@@ -255,7 +257,7 @@ def test_bad_bin_records_are_skipped_and_counted(tmp_path, caplog):
       _good("last good", "<s> two </s> <s> three </s>"),
   ]
   path = _write_frames(tmp_path / "mixed.bin", payloads)
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   with caplog.at_level("WARNING"):
     recs = list(bin_format.BIN.read(path, skips))
   assert [(r.index, r.article, r.abstract_sentences) for r in recs] == [
@@ -281,19 +283,19 @@ def test_bad_bin_records_are_skipped_and_counted(tmp_path, caplog):
 
 
 def test_skip_counter_limits_log_lines(caplog):
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   with caplog.at_level("WARNING"):
-    for i in range(records.MAX_LOGGED_PER_REASON + 5):
+    for i in range(skips_lib.MAX_LOGGED_PER_REASON + 5):
       skips.skip("f.bin", i, "empty article")
     skips.skip("f.bin", 99, "invalid JSON", "line 100")
-  assert skips.counts == {"empty article": records.MAX_LOGGED_PER_REASON + 5, "invalid JSON": 1}
-  assert skips.total == records.MAX_LOGGED_PER_REASON + 6
+  assert skips.counts == {"empty article": skips_lib.MAX_LOGGED_PER_REASON + 5, "invalid JSON": 1}
+  assert skips.total == skips_lib.MAX_LOGGED_PER_REASON + 6
   per_record = [r.getMessage() for r in caplog.records if ": record " in r.getMessage()]
-  assert len(per_record) == records.MAX_LOGGED_PER_REASON + 1
+  assert len(per_record) == skips_lib.MAX_LOGGED_PER_REASON + 1
   assert per_record[-1] == "f.bin: record 99: skipped, invalid JSON (line 100)"
   assert sum("only counted" in r.getMessage() for r in caplog.records) == 1
-  assert f"only the first {records.MAX_LOGGED_PER_REASON}" in skips.summary()
-  assert records.SkipCounter().summary() == "skipped 0 records"
+  assert f"only the first {skips_lib.MAX_LOGGED_PER_REASON}" in skips.summary()
+  assert skips_lib.SkipCounter().summary() == "skipped 0 records"
 
 
 # ---------------------------------------------------------------- TFRecord
@@ -342,12 +344,56 @@ def test_the_registry_tells_every_format_apart():
   extensions = [e for f in data_formats.FORMATS for e in f.extensions]
   assert len(set(extensions)) == len(extensions)
   assert all(e.startswith(".") and e == e.lower() for e in extensions)
-  assert data_formats.NAMES == ("bin", "jsonl", "tfrecord")
-  assert {f.name: f.pretokenized for f in data_formats.FORMATS} == {
-      "bin": True, "jsonl": False, "tfrecord": True}
+  assert len(set(data_formats.NAMES)) == len(data_formats.FORMATS)
   assert [f.name for f in data_formats.FORMATS if f.original] == ["bin"]
   for f in data_formats.FORMATS:
     assert all(data_formats.detect(f"d/x{e.upper()}") is f for e in f.extensions)
+    assert data_formats.get(f.name) is f and f.label and isinstance(f.pretokenized, bool)
+
+
+def test_the_built_in_formats_keep_their_facts():
+  facts = {f.name: (f.pretokenized, f.chunked) for f in data_formats.FORMATS}
+  assert {name: facts[name] for name in ("bin", "jsonl", "tfrecord")} == {
+      "bin": (True, True), "jsonl": (False, False), "tfrecord": (True, False)}
+
+
+@pytest.mark.parametrize("name", data_formats.NAMES)
+def test_every_format_writes_what_it_reads(tmp_path, name):
+  """Each registered format: the hand records written as one file and as chunks are read back
+  as they were (directly, and through the input pipeline's settled files), counted, and named
+  by their extension."""
+  fmt = data_formats.get(name)
+  path = str(tmp_path / f"hand{fmt.extensions[0]}")
+  assert fmt.write(path, iter(HAND_RECORDS)) == len(HAND_RECORDS)
+  assert os.listdir(tmp_path) == [os.path.basename(path)]  # nothing else left behind
+  skips = skips_lib.SkipCounter()
+  back = list(fmt.read(path, skips))
+  assert skips.total == 0 and fmt.count(path) == len(HAND_RECORDS)
+  assert [(r.article, r.abstract_sentences, r.source) for r in back] == [
+      (r.article, r.abstract_sentences, path) for r in HAND_RECORDS]
+  chunks = fmt.write_chunks(iter(HAND_RECORDS), str(tmp_path / "chunked"), "val", chunk_size=3)
+  assert [os.path.basename(c) for c in chunks] == [f"val_{i:03d}{fmt.extensions[0]}"
+                                                   for i in (0, 1)]
+  files = data_files.DataFiles.find(str(tmp_path / "chunked" / "val_*"))
+  assert files.formats == (fmt, fmt) and files.count() == len(HAND_RECORDS)
+  assert [r.article for r in files.read(skips_lib.SkipCounter())] == [
+      r.article for r in HAND_RECORDS]
+
+
+@pytest.mark.parametrize("name", data_formats.NAMES)
+def test_every_formats_settings_are_flags_hparams_fields_and_recorded(name):
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from pointer_gen import config  # pylint: disable=g-import-not-at-top
+  from pointer_gen import run  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from pointer_gen import run_record  # pylint: disable=g-import-not-at-top
+  fmt = data_formats.get(name)
+  defaults = config.HParams()
+  for setting, _, default, help_text in fmt.Options.declared():
+    assert flags.FLAGS[setting].default == default == getattr(defaults, setting)
+    assert flags.FLAGS[setting].help == help_text
+    # The data's layout: inherited from the run, and free to differ in eval and decode.
+    assert setting in run_record.DATA
+  assert fmt.Options.from_hparams(defaults) == fmt.Options()
 
 
 def test_write_tfrecord_bytes_and_read_back(tmp_path):
@@ -357,7 +403,7 @@ def test_write_tfrecord_bytes_and_read_back(tmp_path):
   # The .bin's payloads, in TFRecord's framing.
   bin_format.BIN.write(str(tmp_path / "hand.bin"), HAND_RECORDS)
   assert _walk_tfrecord(path) == _walk(str(tmp_path / "hand.bin"))
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   back = list(tfrecord_format.TFRECORD.read(path, skips))
   assert skips.total == 0
   assert [(r.article, r.abstract_sentences, r.source, r.index) for r in back] == [
@@ -370,7 +416,7 @@ def test_bad_tfrecord_examples_are_skipped_as_in_bin(tmp_path, caplog):
               _example(abstract="<s> x </s>"), _good("last good", "<s> two </s>")]
   path = tmp_path / "mixed.tfrecord"
   path.write_bytes(b"".join(_tfrecord_frame(p) for p in payloads))
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   with caplog.at_level("WARNING"):
     recs = list(tfrecord_format.TFRECORD.read(str(path), skips))
   assert [(r.index, r.article) for r in recs] == [(0, "first good"), (3, "last good")]
@@ -405,7 +451,7 @@ def test_a_corrupt_tfrecord_is_an_error_naming_file_and_record(tmp_path, data, m
     tfrecord_format.TFRECORD.count(str(path))
   got = []
   with pytest.raises(DataError, match=where):
-    for record in data_formats.read_records([str(path)], "auto", records.SkipCounter()):
+    for record in data_formats.read_records([str(path)], "auto", skips_lib.SkipCounter()):
       got.append(record.article)
   assert got == ["a b c", "second"][:2 if "record 2" in message else 1]
 
@@ -434,7 +480,7 @@ def test_bad_jsonl_lines_are_skipped_and_counted(tmp_path, caplog):
   ]
   path = tmp_path / "mixed.jsonl"
   path.write_bytes(b"\n".join(lines) + b"\n\n")
-  skips = records.SkipCounter()
+  skips = skips_lib.SkipCounter()
   with caplog.at_level("WARNING"):
     recs = list(jsonl_format.JSONL.read(str(path), skips))
   assert [(r.index, r.article, r.abstract_sentences) for r in recs] == [
@@ -465,7 +511,7 @@ def test_bad_jsonl_lines_are_skipped_and_counted(tmp_path, caplog):
 def test_jsonl_with_utf8_bom(tmp_path):
   path = tmp_path / "bom.jsonl"
   path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"article": "a", "abstract": "b"}).encode())
-  assert [r.article for r in jsonl_format.JSONL.read(str(path), records.SkipCounter())] == ["a"]
+  assert [r.article for r in jsonl_format.JSONL.read(str(path), skips_lib.SkipCounter())] == ["a"]
 
 
 # ---------------------------------------------------------------- globs, formats, abstracts
@@ -475,7 +521,7 @@ def test_expand_glob_sorts_files_and_skips_directories(tmp_path):
   for name in ("b.bin", "a.bin", "c.jsonl"):
     (tmp_path / name).write_bytes(b"")
   (tmp_path / "dir.bin").mkdir()
-  assert records.expand_glob(str(tmp_path / "*.bin")) == [
+  assert data_files.expand_glob(str(tmp_path / "*.bin")) == [
       str(tmp_path / "a.bin"), str(tmp_path / "b.bin")]
 
 
@@ -487,7 +533,7 @@ def test_expand_glob_sorts_files_and_skips_directories(tmp_path):
 def test_expand_glob_errors_name_flag_and_pattern(tmp_path, pattern, flag, message):
   (tmp_path / "subdir").mkdir()
   with pytest.raises(DataError, match=message):
-    records.expand_glob(pattern.format(tmp=tmp_path), flag)
+    data_files.expand_glob(pattern.format(tmp=tmp_path), flag)
 
 
 @pytest.mark.parametrize("path, data_format, expected", [
@@ -518,7 +564,7 @@ def test_detect_format_errors():
 def test_read_records_checks_every_format_before_reading(tmp_path):
   good = _write_frames(tmp_path / "a.bin", [GOOD])
   with pytest.raises(DataError, match=r"b\.csv: cannot tell the data format"):
-    next(data_formats.read_records([good, str(tmp_path / "b.csv")], "auto", records.SkipCounter()))
+    next(data_formats.read_records([good, str(tmp_path / "b.csv")], "auto", skips_lib.SkipCounter()))
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -533,7 +579,7 @@ def test_read_records_checks_every_format_before_reading(tmp_path):
     ("<s> a </s> </s> <s> b </s>", ["a", "b"]),
 ])
 def test_abstract_to_sentences(text, expected):
-  assert records.abstract_to_sentences(text) == expected
+  assert base.abstract_to_sentences(text) == expected
 
 
 # ---------------------------------------------------------------- tools, run as subprocesses
@@ -641,8 +687,8 @@ def test_make_vocab_reads_hf_field_names_and_records_its_tokenization(tool_runs)
 def test_convert_reads_hf_field_names(tool_runs):
   tmp, results = tool_runs
   assert "Wrote 2 records to 1 bin files" in _ok(results, "to_bin_hf")
-  back = list(data_formats.read_records(records.expand_glob(str(tmp / "hf_chunks" / "*")),
-                                        "auto", records.SkipCounter()))
+  back = list(data_formats.read_records(data_files.expand_glob(str(tmp / "hf_chunks" / "*")),
+                                        "auto", skips_lib.SkipCounter()))
   assert [(r.article, r.abstract_sentences) for r in back] == [
       ("Rain, rain.", ["Wet day."]), ("Sun!", ["Dry.", "Warm day."])]
 
@@ -651,11 +697,11 @@ def test_convert_jsonl_to_bin_reads_back(tool_runs):
   tmp, results = tool_runs
   out = _ok(results, "to_bin")
   assert "Wrote 5 records to 3 bin files" in out
-  paths = records.expand_glob(str(tmp / "chunks" / "*"))
+  paths = data_files.expand_glob(str(tmp / "chunks" / "*"))
   assert [os.path.basename(p) for p in paths] == ["test_000.bin", "test_001.bin", "test_002.bin"]
   assert [len(_walk(p)) for p in paths] == [2, 2, 1]
   assert _feature(_walk(paths[0])[0], "abstract") == "<s> Một. </s> <s> Hai. </s>".encode()
-  back = list(data_formats.read_records(paths, "auto", records.SkipCounter()))
+  back = list(data_formats.read_records(paths, "auto", skips_lib.SkipCounter()))
   assert [(r.article, r.abstract_sentences) for r in back] == [
       (r["article"], r.get("abstract_sentences", [r.get("abstract")])) for r in CONVERT_RECORDS]
 
@@ -680,7 +726,7 @@ def test_convert_bin_to_tfrecord_keeps_each_example_byte_for_byte(tool_runs):
   # The .bin's tf.train.Examples, in TFRecord's framing: the same strings, the same tokens.
   examples = [tf.train.Example.FromString(p) for p in _walk_tfrecord(path)]
   assert examples == [tf.train.Example.FromString(p) for p in _walk(tmp / "convert_in.bin")]
-  back = list(data_formats.read_records([str(path)], "auto", records.SkipCounter()))
+  back = list(data_formats.read_records([str(path)], "auto", skips_lib.SkipCounter()))
   assert [(r.article, r.abstract_sentences) for r in back] == [
       (r["article"], r.get("abstract_sentences", [r.get("abstract")])) for r in CONVERT_RECORDS]
 

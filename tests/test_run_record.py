@@ -23,14 +23,15 @@ import pytest
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import model as model_lib
-from pointer_gen import records
 from pointer_gen import run_lock
 from pointer_gen import run_record
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
 
 from helpers import reference
 from helpers import REPO
@@ -65,8 +66,8 @@ def hf_data(bbc, tmp_path_factory):
   # As tools/make_vocab.py --tokenizer=punct --lowercase (tested in test_records.py), which
   # cannot share a process with the run's flags.
   vocab = root / "vocab"
-  recs = list(data_formats.read_records([str(path)], "auto", records.SkipCounter(), "document",
-                                        "summary"))
+  recs = list(data_formats.read_records([str(path)], "auto", skips_lib.SkipCounter(),
+                                        article_key="document", abstract_key="summary"))
   counts = vocab_lib.count_words(reference.tokens_of(t, "punct", True) for r in recs
                                  for t in [r.article, *r.abstract_sentences])
   vocab_lib.write_vocab(str(vocab), counts)
@@ -106,7 +107,10 @@ def test_first_train_writes_run_config(hf_data, trained):
     checksum = hashlib.sha256(f.read()).hexdigest()
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import pointer_gen  # pylint: disable=g-import-not-at-top
+  # Every format's own settings are the data's layout, recorded: their defaults but JSONL's.
+  layout = {name: default for name, _, default, _ in data_formats.settings()}
   assert recorded == {
+      **layout,
       "vocab_path": os.path.abspath(hf_data["vocab"]), "vocab_sha256": checksum,
       "vocab_size": 0, "hidden_dim": 8, "emb_dim": 8, "pointer_gen": True, "coverage": False,
       "max_enc_steps": 30, "tokenizer": "punct", "lowercase": True, "data_format": "auto",
@@ -279,8 +283,8 @@ def test_oov_warning_names_vocab_size_when_the_whole_file_would_leave_far_fewer(
   # the .bin data), the first 2000 - 4 specials or all, against the truncated articles' tokens.
   with open(vocab_path, "rb") as f:
     words = [line.split()[0] for line in f]
-  examples = data_formats.read_records(records.expand_glob(data_path), "auto",
-                                       records.SkipCounter())
+  examples = data_formats.read_records(data_files.expand_glob(data_path), "auto",
+                                       skips_lib.SkipCounter())
   tokens = [t for _, r in zip(range(data.OOV_CHECK_EXAMPLES), examples)
             for t in r.article.encode("utf-8").split()[:hps.max_enc_steps]]
 

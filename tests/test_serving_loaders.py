@@ -18,12 +18,12 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from pointer_gen import data_formats
 from pointer_gen import demo_data
 from pointer_gen import export
-from pointer_gen import records
 from pointer_gen import tf1_checkpoint
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
 
 from helpers import REPO
 from helpers import serving
@@ -36,7 +36,7 @@ HELPERS = REPO / "tests" / "helpers"
 
 def _articles(corpus):
   real = [r.article for r in data_formats.read_records(sorted(glob.glob(corpus["val"])),
-                                                       "auto", records.SkipCounter())][:3]
+                                                       "auto", skips_lib.SkipCounter())][:3]
   articles = real + ["", "Zoë Ångström visitó São Paulo — 東京 , the police said ."]
   # saved_model_cli splits --input_exprs at semicolons.
   assert not any(";" in a for a in articles)

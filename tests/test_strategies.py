@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from pointer_gen import config
-from pointer_gen import decode
 from pointer_gen import data
+from pointer_gen import decode
 from pointer_gen import run  # noqa: F401  (defines the flags)  pylint: disable=unused-import
+from pointer_gen import settings
 from pointer_gen import usage
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -86,8 +87,8 @@ def test_an_unknown_strategy_names_every_registered_one():
 def test_a_settings_check_names_the_flag():
   @dataclasses.dataclass(frozen=True)
   class Checked(contract.StrategySettings):
-    width: int = contract.setting(2, "A width.", contract.positive)
-    floor: int = contract.setting(0, "A floor.", contract.at_least(-1))
+    width: int = settings.setting(2, "A width.", settings.positive)
+    floor: int = settings.setting(0, "A floor.", settings.at_least(-1))
 
   assert Checked().written() == {"width": 2, "floor": 0}
   assert Checked.declared() == (("width", int, 2, "A width."), ("floor", int, 0, "A floor."))

@@ -8,10 +8,10 @@ import tensorflow as tf
 
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.formats import data_files
 
 from helpers import events
 from helpers import tiny_hparams
@@ -80,7 +80,7 @@ def test_without_num_train_steps_no_eta_and_the_last_steps_are_logged_when_the_d
     demo_corpus, tmp_path, caplog):
   hps = _hps(demo_corpus, tmp_path, log_every_n_steps=3)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-  source = data.RecordSource(data_formats.DataFiles.find(demo_corpus["val"]), single_pass=True)
+  source = data.RecordSource(data_files.DataFiles.find(demo_corpus["val"]), single_pass=True)
   batches = data.make_dataset(source, vocab.lookup_table(), len(vocab),
                               hps.replace(single_pass=True))
   dataset = batches.map(lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string})

@@ -51,11 +51,9 @@ import numpy as np
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import bin_format
 from pointer_gen import checkpoints
 from pointer_gen import config
 from pointer_gen import data
-from pointer_gen import data_formats
 from pointer_gen import decode
 from pointer_gen import environment
 from pointer_gen import export
@@ -63,10 +61,12 @@ from pointer_gen import kernels
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import precision
-from pointer_gen import records
 from pointer_gen import text
 from pointer_gen import train
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.formats import bin_format
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract as search_lib
 from pointer_gen.search import registry as strategies
@@ -230,7 +230,7 @@ def time_tokenizers(articles, repeats):
 def raw_vocab(hps, path):
   """The most frequent --tokenizer=ptb --lowercase tokens of the raw JSONL at `path`, filled up
   to hps.vocab_size with words no text has (so that the step costs what a full vocab's does)."""
-  recs = data_formats.read_records([path], "auto", records.SkipCounter())
+  recs = data_formats.read_records([path], "auto", skips_lib.SkipCounter())
   texts = [t for r in recs for t in (r.article, *r.abstract_sentences)]
   tokens = text.tokenize(texts, "ptb", lowercase=True).to_list()  # [N, (tokens)]
   counts = vocab_lib.count_words([t.decode("utf-8") for t in row] for row in tokens)
@@ -244,7 +244,7 @@ def pretokenized_copy(path, out_path):
   """Writes the raw JSONL at `path` as tools/make_datafiles.py prepares it, a .bin of its
   --tokenizer=ptb --lowercase tokens: the same examples, tokenised before training."""
   stories = (make_datafiles.jsonl_story(r)
-             for r in data_formats.read_records([path], "auto", records.SkipCounter()))
+             for r in data_formats.read_records([path], "auto", skips_lib.SkipCounter()))
   bin_format.BIN.write(out_path, make_datafiles.tokenized_records(
       stories, make_datafiles.line_tokenizer("ptb", lowercase=True)))
   return out_path
@@ -280,7 +280,7 @@ def pipeline_rows(hps, vocab, steps, warmup, results, rows):
   """Tokenisation throughput of each tokenizer, and the training step fed by its own input
   pipeline on the .bin data (pre-tokenised) and on raw English JSONL with --tokenizer=ptb."""
   articles = [r.article for r in data_formats.read_records([FLAGS.raw_articles_path], "auto",
-                                                           records.SkipCounter())]
+                                                           skips_lib.SkipCounter())]
   results["tokenize"] = time_tokenizers(articles, 2 if FLAGS.quick else 5)
   for name, timing in results["tokenize"].items():
     rows.append((f"tokenize raw articles, --tokenizer={name} --lowercase",

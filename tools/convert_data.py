@@ -1,4 +1,4 @@
-"""Converts examples between the data formats (pointer_gen.data_formats: chunked .bin, JSON
+"""Converts examples between the data formats (pointer_gen.formats: chunked .bin, JSON
 Lines, TFRecord).
 
   python tools/convert_data.py --input=data/train.jsonl --output=data/chunked --to=bin
@@ -20,9 +20,11 @@ import sys
 from absl import app
 from absl import flags
 
-from pointer_gen import data_formats
-from pointer_gen import records
+from pointer_gen import settings
 from pointer_gen.errors import DataError
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", "", "Glob of the files to convert (any format).")
@@ -33,11 +35,7 @@ flags.DEFINE_string("split", "train", "--to=bin: chunk file prefix, as in train_
 flags.DEFINE_integer("chunk_size", 1000, "--to=bin: records per chunk file.", lower_bound=1)
 flags.DEFINE_enum("data_format", "auto", ("auto",) + data_formats.NAMES,
                   "Format of the input files; auto goes by the file extension.")
-flags.DEFINE_string("article_key", records.ARTICLE_KEY, "JSONL input: the field holding the "
-                    "article.")
-flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL input: the field "
-                    "holding the summary (string or list of sentences). Empty: "
-                    "abstract_sentences if present, else abstract.")
+settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
 flags.mark_flag_as_required("to")
 
 
@@ -86,13 +84,13 @@ def _describe(paths):
   return f"{paths[0]} ... {paths[-1]}"
 
 
-def convert(input_glob, output, to, split, chunk_size, data_format,
-            article_key=records.ARTICLE_KEY, abstract_key=records.DEFAULT_ABSTRACT_KEY):
+def convert(input_glob, output, to, split, chunk_size, data_format, **fields):
+  """fields: the input formats' own settings by name (registry.fields_of)."""
   if not output:
     raise DataError("--output is required")
-  paths = records.expand_glob(input_glob, "--input")
-  skips = records.SkipCounter()
-  recs = data_formats.read_records(paths, data_format, skips, article_key, abstract_key)
+  paths = data_files.expand_glob(input_glob, "--input")
+  skips = skips_lib.SkipCounter()
+  recs = data_formats.read_records(paths, data_format, skips, **fields)
   count, written = _write(recs, to, output, split, chunk_size)
   print(f"Read {len(paths)} files; {skips.summary()}")
   print(f"Wrote {count} records to {len(written)} {to} files: {_describe(written)}")
@@ -103,7 +101,7 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   try:
     convert(FLAGS.input, FLAGS.output, FLAGS.to, FLAGS.split, FLAGS.chunk_size,
-            FLAGS.data_format, FLAGS.article_key, FLAGS.abstract_key)
+            FLAGS.data_format, **data_formats.fields_of(FLAGS))
   except DataError as e:
     sys.exit(f"convert_data: error: {e}")
 

@@ -42,12 +42,14 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
-from pointer_gen import bin_format
-from pointer_gen import jsonl_format
-from pointer_gen import records
 from pointer_gen import text
 from pointer_gen import vocab
 from pointer_gen.errors import DataError
+from pointer_gen.formats import base
+from pointer_gen.formats import bin_format
+from pointer_gen.formats import data_files
+from pointer_gen.formats import jsonl_format
+from pointer_gen.formats import skips as skips_lib
 
 SPLITS = ("train", "val", "test")
 HIGHLIGHT_MARKER = "@highlight"
@@ -255,7 +257,7 @@ def _records(stories, joined):
     n = len(story.highlight_lines)
     highlights = [h.decode("utf-8") for h in joined[pos + 1:pos + 1 + n] if h]
     pos += 1 + n
-    out.append(records.Record(article, highlights, story.source, story.index))
+    out.append(base.Record(article, highlights, story.source, story.index))
   return out
 
 
@@ -392,7 +394,7 @@ class Source(NamedTuple):
   total: int  # stories expected, for the ETA
   stories: Iterator[Story]  # read lazily
   origin: str = ""  # the input, named if the split comes out empty
-  skips: records.SkipCounter | None = None  # where a JSONL source counts the records it skips
+  skips: skips_lib.SkipCounter | None = None  # where a JSONL source counts the records it skips
 
 
 def story_sources(stories_dirs, url_lists, lowercase):
@@ -410,11 +412,11 @@ def story_sources(stories_dirs, url_lists, lowercase):
 def jsonl_sources(globs, skips, article_key, abstract_key):
   sources = []
   for split, pattern in globs.items():
-    paths = records.expand_glob(pattern, f"--{split}_jsonl")
+    paths = data_files.expand_glob(pattern, f"--{split}_jsonl")
     keys = [jsonl_format.summary_key(p, article_key, abstract_key, (HF_ABSTRACT_KEY,))
             for p in paths]
     recs = (r for p, key in zip(paths, keys)
-            for r in jsonl_format.JSONL.read(p, skips, article_key, key))
+            for r in jsonl_format.JSONL.read(p, skips, jsonl_format.JsonlSettings(article_key, key)))
     total = sum(jsonl_format.JSONL.count(p) for p in paths)
     sources.append(Source(split, total, (jsonl_story(r) for r in recs),
                           f"--{split}_jsonl={pattern}", skips))
@@ -456,7 +458,7 @@ def _empty_split(source, skipped_before):
   """The error for a split without records: its input and, for JSONL, what was skipped."""
   why = ""
   if source.skips is not None:
-    skipped = records.SkipCounter()
+    skipped = skips_lib.SkipCounter()
     skipped.counts = source.skips.counts - skipped_before
     why = f": {skipped.summary()}"
   return f"{source.split}: no records from {source.origin}{why}; nothing written"
@@ -514,7 +516,7 @@ def _jsonl_globs():
 def _sources_from_flags():
   globs = _jsonl_globs()
   if globs:
-    skips = records.SkipCounter()
+    skips = skips_lib.SkipCounter()
     return jsonl_sources(globs, skips, FLAGS.article_key, FLAGS.abstract_key), skips
   if not FLAGS.stories_dir or not FLAGS.url_lists:
     raise DataError("give --stories_dir (repeatable) and --url_lists, or --train_jsonl/"
@@ -534,8 +536,8 @@ def _define_flags():
   flags.DEFINE_string("val_jsonl", "", "Glob of the val split's JSONL files.")
   flags.DEFINE_string("test_jsonl", "", "Glob of the test split's JSONL files.")
   flags.DEFINE_string("out_dir", "", "Directory for the finished files.")
-  flags.DEFINE_string("article_key", records.ARTICLE_KEY, "JSONL: the field holding the article.")
-  flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the "
+  flags.DEFINE_string("article_key", jsonl_format.ARTICLE_KEY, "JSONL: the field holding the article.")
+  flags.DEFINE_string("abstract_key", jsonl_format.DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the "
                       "summary (a newline-separated string such as Hugging Face CNN/DM's "
                       "highlights, or a list of sentences). Empty: abstract_sentences if present, "
                       "else abstract, else highlights.")

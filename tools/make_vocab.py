@@ -1,5 +1,5 @@
 """Builds a vocab file (`word count` lines, most frequent first) from data in any format
-(.bin, JSONL, TFRecord: pointer_gen.data_formats).
+(.bin, JSONL, TFRecord: pointer_gen.formats).
 
   python tools/make_vocab.py --data_path='data/train_*.bin' --output=data/vocab
 
@@ -12,11 +12,13 @@ import sys
 from absl import app
 from absl import flags
 
-from pointer_gen import data_formats
-from pointer_gen import records
+from pointer_gen import settings
 from pointer_gen import text
 from pointer_gen import vocab
 from pointer_gen.errors import DataError
+from pointer_gen.formats import data_files
+from pointer_gen.formats import registry as data_formats
+from pointer_gen.formats import skips as skips_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_path", "", "Glob of the data files (.bin, JSONL, TFRecord) to count "
@@ -29,10 +31,7 @@ flags.DEFINE_enum("tokenizer", "whitespace", text.TOKENIZERS,
                   "whitespace for pre-tokenised data (.bin), punct for raw text, ptb for raw "
                   "English as CNN/DM's original data.")
 flags.DEFINE_bool("lowercase", False, "Lower-case the text before counting.")
-flags.DEFINE_string("article_key", records.ARTICLE_KEY, "JSONL: the field holding the article.")
-flags.DEFINE_string("abstract_key", records.DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the "
-                    "summary (string or list of sentences). Empty: abstract_sentences if "
-                    "present, else abstract.")
+settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
 
 # Tokenising in batches keeps the per-call overhead of the TF ops small on large data sets.
 BATCH_SIZE = 256
@@ -64,14 +63,14 @@ def _token_batches(texts, tokenizer, lowercase):
     yield [t.decode("utf-8") for t in tokens]
 
 
-def make_vocab(data_path, data_format, output, max_size, tokenizer, lowercase,
-               article_key=records.ARTICLE_KEY, abstract_key=records.DEFAULT_ABSTRACT_KEY):
+def make_vocab(data_path, data_format, output, max_size, tokenizer, lowercase, **fields):
+  """fields: the formats' own settings by name (registry.fields_of)."""
   if not output:
     raise DataError("--output is required (the vocab file to write)")
-  paths = records.expand_glob(data_path, "--data_path")
-  skips = records.SkipCounter()
+  paths = data_files.expand_glob(data_path, "--data_path")
+  skips = skips_lib.SkipCounter()
   counter = {"records": 0}
-  texts = _texts(data_formats.read_records(paths, data_format, skips, article_key, abstract_key),
+  texts = _texts(data_formats.read_records(paths, data_format, skips, **fields),
                  counter)
   counts = vocab.count_words(_token_batches(texts, tokenizer, lowercase))
   if not counter["records"]:
@@ -90,7 +89,7 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   try:
     make_vocab(FLAGS.data_path, FLAGS.data_format, FLAGS.output, FLAGS.max_size,
-               FLAGS.tokenizer, FLAGS.lowercase, FLAGS.article_key, FLAGS.abstract_key)
+               FLAGS.tokenizer, FLAGS.lowercase, **data_formats.fields_of(FLAGS))
   except DataError as e:
     sys.exit(f"make_vocab: error: {e}")
 

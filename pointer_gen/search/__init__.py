@@ -1,8 +1,8 @@
 """The search: how summaries are decoded from a trained model, one module per part.
 
   contract             what a strategy implements (rows, initial, advance, finished, winners),
-                       the search's settings and state, the memory it decodes from, and how a
-                       strategy declares settings of its own (`setting`)
+                       the search's settings and state, the memory it decodes from, and a
+                       strategy's own settings (settings.Settings, its fields flags)
   distribution         the best candidates of the final distribution, which strategies share
   registry             `--search`: the strategies by name, their settings as flags, written out
   continuous_batching  single-pass decode's slots, each taking the next article when done

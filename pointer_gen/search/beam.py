@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from pointer_gen import layers
 from pointer_gen import precision
+from pointer_gen import settings as settings_lib
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.search import contract
 from pointer_gen.search.distribution import top_k
@@ -123,12 +124,12 @@ class Visit(NamedTuple):
 class BeamSettings(contract.StrategySettings):
   """Beam search's own settings, each its flag. The extras, block_ngram_repeat and
   length_penalty_alpha, are off by default, so that summaries are the original's."""
-  beam_size: int = contract.setting(4, "Beam size for beam-search decoding.",
-                                      contract.positive, metrics_after="search")
-  block_ngram_repeat: int = contract.setting(
+  beam_size: int = settings_lib.setting(4, "Beam size for beam-search decoding.",
+                                        settings_lib.positive, metrics_after="search")
+  block_ngram_repeat: int = settings_lib.setting(
       0, "Beam search extra, off by default: forbid a summary to repeat any of its n-grams of "
-      "this length.", contract.at_least(0), metrics_after="rouge_tokenizer")
-  length_penalty_alpha: float | None = contract.setting(
+      "this length.", settings_lib.at_least(0), metrics_after="rouge_tokenizer")
+  length_penalty_alpha: float | None = settings_lib.setting(
       None, "Beam search extra, off by default (the original ranks by average "
       "log-probability): rank by log-prob / ((5 + length) / 6) ** alpha (GNMT).",
       metrics_after="block_ngram_repeat")

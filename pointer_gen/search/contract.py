@@ -1,10 +1,10 @@
 """The search's contract: the settings, the state and the steps a decoding strategy implements,
-the memory every strategy decodes from, and how a strategy declares settings of its own.
+the memory every strategy decodes from, and the settings of a strategy's own.
 
 A strategy searches N articles side by side with `rows` decoder rows per article (beam search:
 its beam_size hypotheses; greedy decoding: 1), all N*rows rows in one decoder call a step. It
 subclasses `Strategy`, reads the search's `Settings` (every strategy's) and its own `Options`
-(a `StrategySettings` whose fields, each declared with `setting`, are its flags), and
+(a `StrategySettings` whose fields, each declared with settings.setting, are its flags), and
 implements:
 
   rows                      the decoder rows per article, K below
@@ -44,14 +44,13 @@ each article's K rows side by side.
 
 import abc
 import dataclasses
-import types
 from typing import Any, NamedTuple
 
 import tensorflow as tf
 
 from pointer_gen import attention as attention_lib
+from pointer_gen import settings
 from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
 
 # Step 0's decoder input: the original's decode (an attention over the encoder's final state),
 # or training's zero context (initial_decoder_state).
@@ -118,67 +117,16 @@ def hold_ended(old, new, running, rows):
                    lambda n, o: tf.where(expand_to(by_row, o), n, o), new, old)
 
 
-def setting(default, help_text, check=None, metrics_after=None):
-  """A field of a StrategySettings: the setting, and the flag of the same name that sets it.
-
-  help_text: the flag's help; check: value -> None, or what is wrong with the value (the
-  DataError names the flag); metrics_after: the flag after which single-pass decode's
-  metrics.json writes it (None: after the flags it orders), so that a file's layout stays as it
-  was when the setting was added. The flag's type is the field's (int, float, bool or str;
-  `X | None` for a setting whose default is None).
-  """
-  return dataclasses.field(default=default, metadata={
-      "help": help_text, "check": check, "metrics_after": metrics_after})
-
-
-def positive(value):
-  return None if value > 0 else "must be positive"
-
-
-def at_least(low):
-  """A check: the value is `low` or more."""
-  return lambda value: None if value >= low else f"must be >= {low}"
-
-
 @dataclasses.dataclass(frozen=True)
-class StrategySettings:
-  """A strategy's own settings (its Strategy.Options): a frozen dataclass whose fields, each
-  declared with `setting`, are named as the flags (HParams fields) that set them, and checked
-  when made. This one, without any, is greedy decoding's.
+class StrategySettings(settings.Settings):
+  """A strategy's own settings (its Strategy.Options): a settings.Settings, each field declared
+  with settings.setting and named as the flag that sets it. This one, without any, is greedy
+  decoding's.
 
   How they are written out is theirs too: `written` for metrics.json and the export's settings,
   `dir_name` and `dir_suffix` for single-pass decode's directory (registry.py puts the
   search's settings together).
   """
-
-  def __post_init__(self):
-    for field in dataclasses.fields(self):
-      check = field.metadata.get("check")
-      value = getattr(self, field.name)
-      problem = check(value) if check and value is not None else None
-      if problem:
-        raise DataError(f"--{field.name}={value}: {problem}")
-
-  @classmethod
-  def flags(cls):
-    """The names of the flags that set these settings."""
-    return tuple(field.name for field in dataclasses.fields(cls))
-
-  @classmethod
-  def declared(cls):
-    """Each setting as its flag: (name, type, default, help), the type without None."""
-    return tuple((field.name, _flag_type(field.type), field.default, field.metadata["help"])
-                 for field in dataclasses.fields(cls))
-
-  @classmethod
-  def metrics_after(cls):
-    """{setting: the flag metrics.json writes it after} for the settings placed so."""
-    return {field.name: field.metadata["metrics_after"] for field in dataclasses.fields(cls)
-            if field.metadata["metrics_after"]}
-
-  @classmethod
-  def from_hparams(cls, hps):
-    return cls(**{name: getattr(hps, name) for name in cls.flags()})
 
   def written(self, constants=False):
     """{flag name: value} in the fields' order; constants: every value one a tf.constant holds
@@ -193,13 +141,6 @@ class StrategySettings:
   def dir_suffix(self):
     """What the directory name adds at its end for settings off their defaults."""
     return ""
-
-
-def _flag_type(annotation):
-  """int, float, bool or str, from a setting's annotation (`X | None` gives X)."""
-  if isinstance(annotation, types.UnionType):
-    (annotation,) = (arg for arg in annotation.__args__ if arg is not type(None))
-  return annotation
 
 
 class Strategy(abc.ABC):

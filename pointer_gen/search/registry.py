@@ -2,7 +2,7 @@
 settings written out.
 
 A strategy is a contract.Strategy in its own module; registering it is its line in STRATEGIES.
-Its own settings (its Options, each declared with contract.setting) are flags of the same
+Its own settings (its Options, each declared with settings.setting) are flags of the same
 names, which config.py defines from `settings` and `--help` lists under decode; one given with
 another strategy is an error naming it (check_flags). The first line of a strategy's docstring
 is its part of --search's help. The search's settings are written out here alone, for

@@ -22,6 +22,7 @@ import dataclasses
 import tensorflow as tf
 
 from pointer_gen import layers
+from pointer_gen import settings as settings_lib
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.search import contract
 from pointer_gen.search import greedy
@@ -38,17 +39,17 @@ def _in_unit_interval(value):
 @dataclasses.dataclass(frozen=True)
 class SampleSettings(contract.StrategySettings):
   """Sampling's own settings, each its flag."""
-  top_k: int = contract.setting(
+  top_k: int = settings_lib.setting(
       0, "Sampling: draw among the k most probable tokens of the final distribution (article "
-      "words included); 0: among all.", contract.at_least(0))
-  top_p: float = contract.setting(
+      "words included); 0: among all.", settings_lib.at_least(0))
+  top_p: float = settings_lib.setting(
       1.0, "Sampling: draw among the fewest most probable tokens whose probabilities (after "
       "--temperature and --top_k) sum to at least p (nucleus sampling); 1: no cut.",
       _in_unit_interval)
-  temperature: float = contract.setting(
+  temperature: float = settings_lib.setting(
       1.0, "Sampling: draw from the final distribution raised to 1/temperature, renormalised; "
-      "below 1 sharper (towards greedy decoding), above 1 flatter.", contract.positive)
-  sample_seed: int = contract.setting(
+      "below 1 sharper (towards greedy decoding), above 1 flatter.", settings_lib.positive)
+  sample_seed: int = settings_lib.setting(
       0, "Sampling: the draws' seed. A summary depends only on it, its article and the model: "
       "the same in every run, batch and mode (decode, eval's samples, export).")
 

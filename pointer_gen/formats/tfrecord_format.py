@@ -1,5 +1,5 @@
 """TFRecord files of `tf.train.Example`s with `article` and `abstract` bytes features, as
-TensorFlow users keep data: the payload of the original's `.bin` records (records.parse_example:
+TensorFlow users keep data: the payload of the original's `.bin` records (example.parse_example:
 text already tokenised, the abstract's sentences in `<s> ... </s>` tags) in TensorFlow's record
 framing, whose length and data checksums (CRC-32C) tf.data.TFRecordDataset checks. A record
 whose checksum fails is an error naming the file and the record: its length cannot be trusted,
@@ -10,8 +10,9 @@ import re
 import tensorflow as tf
 
 from pointer_gen import files
-from pointer_gen import records
 from pointer_gen.errors import DataError
+from pointer_gen.formats import base
+from pointer_gen.formats import example
 
 # A record's framing around its payload: the length (8 bytes) and its checksum (4), then the
 # payload and its checksum (4).
@@ -66,7 +67,7 @@ def _add(state, length):
   return count + 1, size + length
 
 
-class TFRecordFormat(records.DataFormat):
+class TFRecordFormat(base.DataFormat):
   """TFRecord files of `tf.train.Example`s, pre-tokenised text as in `.bin` files."""
 
   name = "tfrecord"
@@ -74,11 +75,10 @@ class TFRecordFormat(records.DataFormat):
   extensions = (".tfrecord", ".tfrecords")
   pretokenized = True
 
-  def read(self, path, skips, article_key=records.ARTICLE_KEY,
-           abstract_key=records.DEFAULT_ABSTRACT_KEY):
+  def read(self, path, skips, options=None):
     """Yields the usable records; the features are always `article` and `abstract`."""
-    del article_key, abstract_key
-    yield from records.example_records(path, _payloads(path), skips)
+    del options  # no settings
+    yield from example.example_records(path, _payloads(path), skips)
 
   def count(self, path):
     """The records, every checksum checked (in TensorFlow's reader, at its speed): a damaged
@@ -98,7 +98,7 @@ class TFRecordFormat(records.DataFormat):
     with files.atomic_path(path) as tmp_path:
       with tf.io.TFRecordWriter(tmp_path) as writer:
         for record in recs:
-          writer.write(records.serialize_example(record))
+          writer.write(example.serialize_example(record))
           count += 1
     return count
 

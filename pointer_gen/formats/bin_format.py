@@ -1,14 +1,15 @@
 """The original's chunked `.bin` format: records of an 8-byte little-endian signed length
 followed by that many bytes of a serialized `tf.train.Example` with `article` and `abstract`
-bytes features (records.parse_example), text already tokenised. It has no checksums: broken
+bytes features (example.parse_example), text already tokenised. It has no checksums: broken
 framing is an error, a damaged payload a skipped record."""
 
 import os
 import struct
 
 from pointer_gen import files
-from pointer_gen import records
 from pointer_gen.errors import DataError
+from pointer_gen.formats import base
+from pointer_gen.formats import example
 
 _LENGTH = struct.Struct("<q")
 
@@ -42,7 +43,7 @@ def _frames(f, path, read_payload):
 
 
 
-class BinFormat(records.DataFormat):
+class BinFormat(base.DataFormat):
   """The original's `.bin` (chunked by the converters, as its `finished_files/chunked`)."""
 
   name = "bin"
@@ -52,13 +53,12 @@ class BinFormat(records.DataFormat):
   original = True
   chunked = True
 
-  def read(self, path, skips, article_key=records.ARTICLE_KEY,
-           abstract_key=records.DEFAULT_ABSTRACT_KEY):
+  def read(self, path, skips, options=None):
     """Yields the usable records of a .bin file; broken framing raises DataError. The features
     are always `article` and `abstract`."""
-    del article_key, abstract_key
+    del options  # no settings
     with open(path, "rb") as f:
-      yield from records.example_records(path, _frames(f, path, read_payload=True), skips)
+      yield from example.example_records(path, _frames(f, path, read_payload=True), skips)
 
   def count(self, path):
     """The records of a .bin file, checking only the length prefixes."""
@@ -69,7 +69,7 @@ class BinFormat(records.DataFormat):
     count = 0
     with files.atomic_file(path, "wb") as f:
       for record in recs:
-        payload = records.serialize_example(record)
+        payload = example.serialize_example(record)
         f.write(_LENGTH.pack(len(payload)))
         f.write(payload)
         count += 1

@@ -1,13 +1,37 @@
 """JSON Lines: one object per line with `article` and `abstract_sentences` (or `abstract`), raw
 text. Other field names (Hugging Face's `highlights`, `document`, `summary`, ...) are chosen with
-`article_key` and `abstract_key` (the --article_key and --abstract_key flags)."""
+its settings, `article_key` and `abstract_key` (the --article_key and --abstract_key flags)."""
 
+import dataclasses
 import json
 
 from pointer_gen import files
-from pointer_gen import records
+from pointer_gen import settings
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
+from pointer_gen.formats import base
+from pointer_gen.formats.skips import Skip
+
+ARTICLE_KEY = "article"
+# The default abstract_key: `abstract_sentences` (a list of strings) when the object has it,
+# else `abstract` (a string).
+DEFAULT_ABSTRACT_KEY = ""
+
+
+def _named(value):
+  return None if value else "must name the JSONL field that holds the article"
+
+
+@dataclasses.dataclass(frozen=True)
+class JsonlSettings(settings.Settings):
+  """JSONL's own settings: the fields that hold the article and the summary."""
+  article_key: str = settings.setting(
+      ARTICLE_KEY, "JSONL: the field holding the article (Hugging Face XSum: document; "
+      "text/summary files: text).", _named)
+  abstract_key: str = settings.setting(
+      DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the summary, a string or a list of "
+      "sentences (Hugging Face CNN/DM: highlights; XSum: summary). Empty: abstract_sentences if "
+      "the object has it, else abstract.")
 
 
 def _json_object(raw, index):
@@ -16,37 +40,37 @@ def _json_object(raw, index):
   try:
     line = raw.decode(encoding)
   except UnicodeDecodeError as e:
-    raise records.Skip("invalid UTF-8", f"line {index + 1}, byte {e.start}: {e.reason}") from e
+    raise Skip("invalid UTF-8", f"line {index + 1}, byte {e.start}: {e.reason}") from e
   try:
     # Without its end, which would make a cut-off line's fault a second line's first column.
     obj = json.loads(line.rstrip("\r\n"))
   except json.JSONDecodeError as e:
     # Its own message counts lines and columns within the string: the file's line number and
     # the column in that line say where instead.
-    raise records.Skip("invalid JSON", f"line {index + 1}, column {e.pos + 1}: {e.msg}") from e
+    raise Skip("invalid JSON", f"line {index + 1}, column {e.pos + 1}: {e.msg}") from e
   # Besides JSONDecodeError, json.loads raises a plain ValueError for integers over Python's
   # digit limit and RecursionError for deeply nested arrays or objects.
   except (ValueError, RecursionError) as e:
-    raise records.Skip("invalid JSON", f"line {index + 1}: {e}") from e
+    raise Skip("invalid JSON", f"line {index + 1}: {e}") from e
   if not isinstance(obj, dict):
-    raise records.Skip("not a JSON object", f"line {index + 1}: got {type(obj).__name__}")
+    raise Skip("not a JSON object", f"line {index + 1}: got {type(obj).__name__}")
   return obj
 
 
-def _json_abstract(obj, index, abstract_key=records.DEFAULT_ABSTRACT_KEY):
+def _json_abstract(obj, index, abstract_key=DEFAULT_ABSTRACT_KEY):
   if abstract_key:
     return _named_abstract(obj, index, abstract_key)
   if "abstract_sentences" in obj:
     sentences = obj["abstract_sentences"]
     if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
-      raise records.Skip("wrong type for 'abstract_sentences'",
+      raise Skip("wrong type for 'abstract_sentences'",
                          f"line {index + 1}: expected a list of strings")
     return sentences
   if "abstract" not in obj:
-    raise records.Skip("missing field 'abstract_sentences' or 'abstract'", f"line {index + 1}")
+    raise Skip("missing field 'abstract_sentences' or 'abstract'", f"line {index + 1}")
   abstract = obj["abstract"]
   if not isinstance(abstract, str):
-    raise records.Skip("wrong type for 'abstract'",
+    raise Skip("wrong type for 'abstract'",
                        f"line {index + 1}: expected a string, got {type(abstract).__name__}")
   return _abstract_string(abstract)
 
@@ -54,33 +78,33 @@ def _json_abstract(obj, index, abstract_key=records.DEFAULT_ABSTRACT_KEY):
 def _named_abstract(obj, index, key):
   """The abstract in the field `key`: a list of sentences, or a string as `abstract`."""
   if key not in obj:
-    raise records.Skip(f"missing field '{key}'", f"line {index + 1}")
+    raise Skip(f"missing field '{key}'", f"line {index + 1}")
   value = obj[key]
   if isinstance(value, list) and all(isinstance(s, str) for s in value):
     return value
   if not isinstance(value, str):
-    raise records.Skip(f"wrong type for '{key}'", f"line {index + 1}: expected a string or a "
+    raise Skip(f"wrong type for '{key}'", f"line {index + 1}: expected a string or a "
                        f"list of strings, got {type(value).__name__}")
   return _abstract_string(value)
 
 
 def _abstract_string(abstract):
   if vocab_lib.SENTENCE_START in abstract:
-    return records.abstract_to_sentences(abstract)
+    return base.abstract_to_sentences(abstract)
   return [abstract]
 
 
-def _parse_json_line(raw, index, article_key=records.ARTICLE_KEY,
-                     abstract_key=records.DEFAULT_ABSTRACT_KEY):
+def _parse_json_line(raw, index, article_key=ARTICLE_KEY,
+                     abstract_key=DEFAULT_ABSTRACT_KEY):
   obj = _json_object(raw, index)
   if article_key not in obj:
-    raise records.Skip(f"missing field '{article_key}'", f"line {index + 1}")
+    raise Skip(f"missing field '{article_key}'", f"line {index + 1}")
   article = obj[article_key]
   if not isinstance(article, str):
-    raise records.Skip(f"wrong type for '{article_key}'",
+    raise Skip(f"wrong type for '{article_key}'",
                        f"line {index + 1}: expected a string, got {type(article).__name__}")
   sentences = _json_abstract(obj, index, abstract_key)
-  records.check_article(article)
+  base.check_article(article)
   for text in [article, *sentences]:
     _check_encodable(text, index)
   return article, sentences
@@ -91,7 +115,7 @@ def _check_encodable(text, index):
   try:
     text.encode("utf-8")
   except UnicodeEncodeError as e:
-    raise records.Skip("invalid UTF-8", f"line {index + 1}: lone surrogate escape "
+    raise Skip("invalid UTF-8", f"line {index + 1}: lone surrogate escape "
                        f"\\u{ord(e.object[e.start]):04x}") from e
 
 
@@ -108,8 +132,8 @@ def _first_object(path):
   return None
 
 
-def summary_key(path, article_key=records.ARTICLE_KEY,
-                abstract_key=records.DEFAULT_ABSTRACT_KEY, other_abstract_keys=()):
+def summary_key(path, article_key=ARTICLE_KEY,
+                abstract_key=DEFAULT_ABSTRACT_KEY, other_abstract_keys=()):
   """The abstract_key to read a JSONL file with, from its first record (a file's records share
   their fields, and a file whose first record lacks one would be skipped whole, a record at a
   time): the one given, or without one the default (abstract_sentences, else abstract), else the
@@ -136,27 +160,29 @@ def summary_key(path, article_key=records.ARTICLE_KEY,
   raise DataError(f"{where}, none of {known}: give the field of the summary with --abstract_key")
 
 
-class JsonlFormat(records.DataFormat):
+class JsonlFormat(base.DataFormat):
   """JSON Lines; blank lines are ignored, a bad line is one skipped record."""
 
   name = "jsonl"
   label = "JSONL"
   extensions = (".jsonl", ".jl", ".json")
   pretokenized = False
+  Options = JsonlSettings
 
-  def read(self, path, skips, article_key=records.ARTICLE_KEY,
-           abstract_key=records.DEFAULT_ABSTRACT_KEY):
+  def read(self, path, skips, options=None):
+    options = options or self.Options()
     # Binary mode: only b"\n" ends a line, and one bad byte costs one record, not the file.
     with open(path, "rb") as f:
       for index, raw in enumerate(f):
         if not raw.strip():
           continue
         try:
-          article, sentences = _parse_json_line(raw, index, article_key, abstract_key)
-        except records.Skip as s:
+          article, sentences = _parse_json_line(raw, index, options.article_key,
+                                                options.abstract_key)
+        except Skip as s:
           skips.skip(path, index, s.reason, s.detail)
           continue
-        yield records.Record(article, sentences, path, index)
+        yield base.Record(article, sentences, path, index)
 
   def count(self, path):
     """The non-blank lines."""
@@ -176,8 +202,8 @@ class JsonlFormat(records.DataFormat):
         count += 1
     return count
 
-  def check_fields(self, path, article_key, abstract_key):
-    summary_key(path, article_key, abstract_key)
+  def check_fields(self, path, options):
+    summary_key(path, options.article_key, options.abstract_key)
 
 
 JSONL = JsonlFormat()
