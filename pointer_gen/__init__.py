@@ -34,9 +34,12 @@ Batches:
   data                 the input pipeline: records -> id tensors -> padded, bucketed batches
 The model:
   model_config         the model's sizes and switches: one value the model and its cell hold
-  kernels              hand-written gradients and XLA kernels, each a named plain formula
-  attention            the attention's score and context: the paper's equations (`eager`) and
-                       the fast implementations, registered by name (--attention_implementation)
+  loop_gradients       a loop's gradients taken once around it: sums over its steps after it,
+                       kernels transposed before it (the encoder's, the attention's states)
+  attention            the attention, a package: the interface (the whole step, from the
+                       layer's weights), the paper's equations (`eager`) and the fast
+                       implementations with their kernels, registered by name
+                       (--attention_implementation), auto's table of defaults by context
   layers               the Keras layers: encoder, reduce-state, attention, decoder cell
   model                the pointer-generator: embedding, encoder, decoder loop
 The loss:

@@ -99,10 +99,11 @@ def define_flags():
   f.DEFINE_integer("export_version", None, "Export: version directory name (default: the "
                    "checkpoint's global step).")
   f.DEFINE_boolean("export_compiled_attention", False, "Export: the attention scores from "
-                   "single-pass decode's XLA kernel (--compiled_attention) in the SavedModel, "
-                   "for servers that run XLA (TF Serving: --xla_cpu_compilation_enabled); "
-                   "compiled once per request shape. Default: TensorFlow's ops only, which "
-                   "any TensorFlow runtime runs.")
+                   "single-pass decode's XLA kernel in the SavedModel, for servers that run XLA "
+                   "(TF Serving: --xla_cpu_compilation_enabled); compiled once per request "
+                   "shape. Default: TensorFlow's ops only, which any TensorFlow runtime runs. "
+                   "A spelling of --attention_implementation under auto: "
+                   + attention.spelling_help("export_compiled_attention") + ".")
   f.DEFINE_integer("eval_batches_per_checkpoint", 1, "Eval beside training: validation batches "
                    "scored per new train checkpoint (the original scores one).")
   f.DEFINE_integer("eval_max_checkpoints", 0, "Eval beside training: stop after scoring this "
@@ -134,21 +135,11 @@ def define_flags():
   f.DEFINE_boolean("compiled_attention", True, "Single-pass decode: compute the attention "
                    "scores with one XLA kernel (compiled once; about 2x faster at batch 32). "
                    "XLA's tanh may differ from TensorFlow's in the last bit; "
-                   "--nocompiled_attention uses TensorFlow's ops, as export does unless "
-                   "--export_compiled_attention.")
+                   "--nocompiled_attention uses TensorFlow's ops. A spelling of "
+                   "--attention_implementation under auto: "
+                   + attention.spelling_help("compiled_attention") + ".")
   f.DEFINE_enum("attention_implementation", attention.AUTO,
-                [attention.AUTO, *attention.IMPLEMENTATIONS], "How the attention's scores and "
-                "context are computed, in every mode; each gives the same numbers to float32 "
-                "rounding (tests/test_attention_implementations.py). eager: the paper's "
-                "equations, differentiated by TensorFlow (the reference; slower); "
-                "hand_gradient(_xla): hand-written gradients, with TensorFlow's ops (or XLA "
-                "kernels); shared, xla: decoding only (no gradient), each article's memory read "
-                "once by its hypotheses, with TensorFlow's ops or one XLA kernel. auto: the "
-                "fastest for each: hand_gradient_xla to train and eval, xla to decode (or "
-                "hand_gradient with --nocompiled_attention), shared to export (or xla with "
-                "--export_compiled_attention). An explicit value applies everywhere; "
-                "--[no]compiled_attention or --[no]export_compiled_attention given with it must "
-                "agree with it.")
+                [attention.AUTO, *attention.IMPLEMENTATIONS], attention.implementation_help())
   f.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
                 "tf.distribute strategy for training: one device, all local GPUs "
                 "(MirroredStrategy), several machines (MultiWorkerMirroredStrategy, reads "

@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import kernels
+from pointer_gen import loop_gradients
 from pointer_gen import model_config
 from pointer_gen.precision import OUTPUT_DTYPE
 
@@ -78,13 +78,13 @@ class Encoder(keras.layers.Layer):
     dtype = inputs.dtype
     batch, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
     recurrent = tf.convert_to_tensor(cell.recurrent_kernel)  # [H, 4H]
-    # Transposed once here for the backward pass's per-step products (see kernels.loop_matmul).
+    # Transposed once here for the backward pass's per-step products (see loop_gradients.loop_matmul).
     recurrent_t = tf.transpose(recurrent)  # [4H, H]
     # The input projection of every position as one matmul before the loop.
     projected = tf.einsum("ble,eg->lbg", inputs, tf.convert_to_tensor(cell.kernel)) + cell.bias  # [L, B, 4H]
     # The recurrent kernel's gradient, sum over steps of h_{t-1}^T d_gates_t, as one matmul
-    # after the loop: d_gates_t is the gradient of projected_t (see kernels.LateGradient).
-    late = kernels.LateGradient(kernels.recurrent_kernel_gradient)
+    # after the loop: d_gates_t is the gradient of projected_t (see loop_gradients.LateGradient).
+    late = loop_gradients.LateGradient(loop_gradients.recurrent_kernel_gradient)
     projected = late.attach(projected, recurrent)  # [L, B, 4H]
     # Read per step from TensorArrays: indexing the whole tensor in the loop would make its
     # gradient a full-size [L, ...] tensor at every step.
@@ -92,7 +92,7 @@ class Encoder(keras.layers.Layer):
     zeros = tf.zeros([batch, self.hidden_dim], dtype)  # [B, H]
 
     def body(t, h, c, h_ta, c_ta):
-      gates = projected.read(t) + kernels.loop_matmul(h, recurrent, recurrent_t)  # [B, 4H]
+      gates = projected.read(t) + loop_gradients.loop_matmul(h, recurrent, recurrent_t)  # [B, 4H]
       i, f, g, o = tf.split(gates, 4, axis=1)  # [B, H] each
       c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
       h = tf.sigmoid(o) * tf.tanh(c)
@@ -158,8 +158,9 @@ class ReduceState(keras.layers.Layer):
 class BahdanauCoverageAttention(keras.layers.Layer):
   """e_i = v . tanh(W_h h_i + W_s [c; h] + b + w_c cov_i); masked softmax; context = sum a_i h_i.
 
-  The weights are here; the scores and the context come from an attention.Implementation
-  (the paper's equations, `eager`, or a fast one held to them)."""
+  The weights are here; the step is an attention implementation's (attention/interface.py):
+  the paper's equations, `eager`, or a fast one held to them. A formula with a new weight adds
+  it here and uses it in attention/eager.py."""
 
   def __init__(self, units, use_coverage=False, **kwargs):
     super().__init__(**kwargs)
@@ -183,37 +184,18 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     """W_h h_i for every encoder position, computed once per article: [B, L, units]."""
     return self.memory_layer(encoder_states)
 
-  def call(self, query, memory_features, encoder_states, encoder_mask, coverage=None,
-           context_tap=None, implementation=None, rows=1):
-    """query [B, 2H] = [c; h]; features/states [B, L, 2H]; mask, coverage [B, L].
+  def call(self, query, memory, coverage=None, implementation=None, rows=1):
+    """query [B, 2H] = [c; h]; memory {"states", "features", "mask"} as `implementation`
+    laid it out and keeps it (attention/interface.py; its rows per article `rows`); coverage
+    [B, L]. implementation: an attention implementation, by default auto's for a search
+    (attention.DEFAULT_SEARCH).
 
     Returns context [B, 2H] in the compute dtype and the attention distribution [B, L] in
     float32 (precision.OUTPUT_DTYPE): the scores and the context are bfloat16 under
     mixed_bfloat16 (the layer casts its inputs and weights), the softmax is not.
-    implementation: the attention.Implementation computing the scores and the context
-    (default: hand_gradient, TensorFlow's ops with hand-written gradients); the features come
-    in its memory_layout. rows > 1 (decoding, an implementation that shares_memory): features
-    and states [N, ...] are shared by `rows` consecutive rows of the query, mask and coverage
-    [N*rows, ...] (beam search's hypotheses of one article).
-    context_tap [B, 2H], zeros, is added to the context so that its gradient is the context's;
-    with it the states get no gradient here (an implementation with late_states_gradient:
-    training's loop adds them all after the loop, PointerGenerator.call).
     """
-    implementation = implementation or attention.get("hand_gradient")
-    query_features = self.query_layer(query)  # [B, units]
-    v = tf.convert_to_tensor(self.v)  # [units]
-    coverage_args = ((coverage, tf.convert_to_tensor(self.w_c))
-                     if self.use_coverage and coverage is not None else ())
-    scores = implementation.scores(memory_features, query_features, v, *coverage_args,
-                                   rows=rows)  # [B, L]
-    # As the original: softmax over every position, zero the padding, renormalise.
-    attn = (tf.nn.softmax(tf.cast(scores, OUTPUT_DTYPE))
-            * tf.cast(encoder_mask, OUTPUT_DTYPE))  # [B, L]
-    attn /= tf.reduce_sum(attn, axis=1, keepdims=True)  # [B, L]
-    attn_weights = tf.cast(attn, encoder_states.dtype)  # [B, L]
-    context = implementation.context(attn_weights, encoder_states, rows,
-                                     context_tap)  # [B, 2H]
-    return context, attn
+    implementation = implementation or attention.DEFAULT_SEARCH.steps
+    return implementation.attend(self, query, memory, coverage, rows)  # [B, 2H], [B, L]
 
   def get_config(self):
     return {**super().get_config(), "units": self.units, "use_coverage": self.use_coverage}
@@ -265,23 +247,20 @@ class PointerGeneratorCell(model_config.Configured, keras.layers.Layer):
     self.vocab_projection.build((None, None, h))
     super().build(input_shape)
 
-  def call(self, embedded_input, state, memory_features, encoder_states, encoder_mask,
-           context_tap=None, implementation=None, rows=1):
+  def call(self, embedded_input, state, memory, implementation=None, rows=1):
     """One step of teacher forcing or beam search.
 
     embedded_input [B, E]: embedding of the previous word.
     state: (c, h) [B, H] each, previous context [B, 2H] (all three in the compute dtype),
     coverage [B, L] float32 (zeros if unused).
-    context_tap (training), implementation and rows (decoding: rows per article of shared
-    memory): see BahdanauCoverageAttention.call.
+    memory, implementation and rows: see BahdanauCoverageAttention.call.
     Returns (h [B, H], context [B, 2H], attn [B, L] float32, p_gen [B] float32 or None) and
     the new state.
     """
     c, h, context, coverage = state
     x = self.input_projection(tf.concat([embedded_input, context], axis=1))  # [B, E]
     h, (h, c) = self.lstm_cell(x, [h, c])  # [B, H]
-    context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
-                                   encoder_mask, coverage, context_tap,
+    context, attn = self.attention(tf.concat([c, h], axis=1), memory, coverage,
                                    implementation=implementation, rows=rows)  # [B, 2H], [B, L]
     p_gen = None
     if self.p_gen_layer is not None:
@@ -289,14 +268,12 @@ class PointerGeneratorCell(model_config.Configured, keras.layers.Layer):
       p_gen = tf.sigmoid(tf.cast(p_gen_logit, OUTPUT_DTYPE))[:, 0]  # [B]
     return (h, context, attn, p_gen), (c, h, context, coverage + attn)
 
-  def initial_attention(self, state, memory_features, encoder_states, encoder_mask,
-                        implementation=None):
+  def initial_attention(self, state, memory, implementation=None):
     """The original decode's attention from the initial state before step 0: returns the state
     with that context and, with coverage, that attention already added to the coverage.
-    memory_features in `implementation`'s memory_layout (one row per article)."""
+    memory as `implementation` laid it out, one row per article."""
     c, h, _, coverage = state
-    context, attn = self.attention(tf.concat([c, h], axis=1), memory_features, encoder_states,
-                                   encoder_mask, coverage,
+    context, attn = self.attention(tf.concat([c, h], axis=1), memory, coverage,
                                    implementation=implementation)  # [B, 2H], [B, L]
     if self.coverage:
       coverage = coverage + attn

@@ -4,7 +4,6 @@ import keras
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import kernels
 from pointer_gen import layers
 from pointer_gen import model_config
 from pointer_gen import precision
@@ -77,34 +76,25 @@ class PointerGenerator(model_config.Configured, keras.Model):
     real_steps_only, the projection (the costliest part of training) skips the padding steps:
     real_positions [R, 2] (batch, step) of the R real steps and real_vocab_logits [R, V]
     replace vocab_logits. for_xla bounds the loops, as XLA requires (it slows the plain graph).
-    implementation: the attention.Implementation of every step's attention, by default the
-    hand-written gradients with XLA kernels (attention.auto("train")): this teacher-forced pass
-    is trained and evaluated, never exported.
+    implementation: the attention implementation of every step, by default auto's for
+    training (attention.auto("train")): this teacher-forced pass is trained and evaluated,
+    never exported.
     """
     implementation = implementation or attention.auto("train")
     states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"], for_xla)
-    features = implementation.memory_layout(features)
+    memory = implementation.memory({"states": states, "features": features, "mask": mask})
     embedded = self.embedding(batch["dec_input"])  # [B, T, E]
     steps = tf.shape(embedded)[1]
     # A TensorArray, not indexing: see Encoder.call.
     embedded_by_step = tf.TensorArray(embedded.dtype, size=steps).unstack(
         tf.transpose(embedded, [1, 0, 2]))  # T x [B, E]
-    # With late_states_gradient, zeros added to every step's context: their gradient is the
-    # contexts' gradient, from which the states' gradient through all the contexts is one matmul
-    # after the loop.
-    late_states_gradient = None
-    if implementation.late_states_gradient:
-      late_states_gradient = kernels.LateGradient(kernels.context_states_gradient)
-      context_taps = late_states_gradient.attach(
-          tf.zeros([steps, tf.shape(states)[0], tf.shape(states)[2]], states.dtype),
-          states)  # [T, B, 2H]
-      context_taps = tf.TensorArray(states.dtype, size=steps).unstack(context_taps)
+    # The memory each step's attention reads, and what the implementation computes after the
+    # loop (a gradient summed over the steps) once it is told every step's attention.
+    teacher_forcing = implementation.teacher_forcing(memory, steps)
 
     def body(t, state, outputs_ta, contexts_ta, attn_ta, p_gen_ta):
-      tap = context_taps.read(t) if late_states_gradient is not None else None
       (output, context, attn, p_gen), state = self.cell(
-          embedded_by_step.read(t), state, features, states, mask, tap,
-          implementation=implementation)
+          embedded_by_step.read(t), state, teacher_forcing.at(t), implementation=implementation)
       outputs_ta = outputs_ta.write(t, output)
       contexts_ta = contexts_ta.write(t, context)
       attn_ta = attn_ta.write(t, attn)
@@ -123,8 +113,7 @@ class PointerGenerator(model_config.Configured, keras.Model):
     outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])  # [B, T, H]
     contexts = tf.transpose(contexts_ta.stack(), [1, 0, 2])  # [B, T, 2H]
     result = {"attn": tf.transpose(attn_ta.stack(), [1, 0, 2])}  # [B, T, L]
-    if late_states_gradient is not None:
-      late_states_gradient.set_inputs(tf.cast(result["attn"], states.dtype))
+    teacher_forcing.after(result["attn"])
     if real_steps_only:
       positions = tf.where(tf.sequence_mask(batch["dec_len"], steps))  # [R, 2]
       result["real_positions"] = tf.cast(positions, tf.int32)

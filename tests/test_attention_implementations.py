@@ -1,14 +1,16 @@
 """Every registered attention implementation (attention.IMPLEMENTATIONS) against `eager`, the
-paper's equations differentiated by TensorFlow: the scores, the attention distribution, the
-context, the coverage update and, for those that train, the loss and every weight's gradient;
+paper's equations differentiated by TensorFlow: the attention distribution, the context, the
+coverage update and, for those that train, the loss and every weight's gradient;
 with and without coverage, in float32 and mixed_bfloat16, at training's shape (the
 teacher-forced pass, through PointerGenerator.call with its late gradients), beam search's
-(K rows an article, the memory laid out and shared as the search keeps it) and an export's
-(the same traced with unknown sizes). An edit to `eager` alone fails here for the others."""
+(K rows an article, the memory laid out and kept as the search keeps it) and an export's
+(the same traced with unknown sizes); and the flags that choose them. An edit to `eager` alone
+fails here for the others; a registered implementation is taken up with no edit here."""
 
 import contextlib
 import functools
 
+from absl import flags
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -18,6 +20,8 @@ from pointer_gen import config
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import precision
+from pointer_gen import run  # noqa: F401  (defines the flags)  pylint: disable=unused-import
+from pointer_gen.attention import registry
 from pointer_gen.errors import DataError
 from pointer_gen.model_config import ModelConfig
 from pointer_gen.search import contract as search_lib
@@ -80,8 +84,7 @@ def _references(run, coverage, policy):
   implementations (the models' weights come from the same seed)."""
   eager = attention.get("eager")
   if run is _search_step:
-    run = lambda model, implementation, coverage: _search_step(model, implementation, "beam",
-                                                               coverage)
+    run = lambda model, implementation, _: _search_step(model, implementation, "beam")
   return (run(_model(coverage, policy), eager, coverage),
           run(_model(coverage, "float32"), eager, coverage) if policy != "float32" else {})
 
@@ -123,38 +126,29 @@ def test_training_shape(name, coverage, policy):
     assert np.abs(want[what]).max() > 1e-5, what
 
 
-def _step(model, implementation, memory, state, rows, coverage):
-  """One decoder step of N*K rows: the scores, the attention, the context and the state."""
+def _step(model, implementation, memory, state, rows):
+  """One decoder step of N*K rows: the attention, the context, p_gen and the state."""
   embedded = tf.cast(tf.reshape(tf.range(N * K * E, dtype=tf.float32) % 7 - 3.0, [N * K, E])
                      / 3.0, model.compute_dtype)  # [N*K, E]
   (_, context, attn, p_gen), new_state = model.cell(
-      embedded, state, memory["features"], memory["states"], memory["mask"],
-      implementation=implementation, rows=rows)
-  attention_layer = model.cell.attention
-  query = attention_layer.query_layer(tf.concat([state[0], state[1]], axis=1))  # [N*K, 2H]
-  compute = lambda t: tf.cast(t, model.compute_dtype)  # as the layer casts its inputs, weights
-  extra = (compute(state[3]), compute(attention_layer.w_c)) if coverage else ()
-  scores = implementation.scores(memory["features"], query, compute(attention_layer.v), *extra,
-                                 rows=rows)
-  return {"scores": scores, "attn": attn, "context": context, "p_gen": p_gen,
-          "coverage": new_state[3]}
+      embedded, state, memory, implementation=implementation, rows=rows)
+  return {"attn": attn, "context": context, "p_gen": p_gen, "coverage": new_state[3]}
 
 
-def _search_step(model, implementation, shape, coverage):
+def _search_step(model, implementation, shape):
   """A search's step 0 with the memory kept as the search keeps it for `implementation`
-  (search.encode, memory_layout, tile_rows), traced with unknown sizes for "export"."""
+  (search.encode, its memory layout, tile_rows), traced with unknown sizes for "export"."""
   batch = _batch(N)
   searched = attention.SearchAttention(implementation, implementation)
 
   def run(enc_input, enc_len):
     memory, state = search_lib.encode(model, enc_input, enc_len,
                                       search_lib.Settings(T, 0), searched)
-    memory = search_lib.memory_layout(memory, implementation)
-    memory, state = search_lib.tile_rows(memory, state, K, implementation.shares_memory)
+    memory, state = search_lib.tile_rows(implementation.memory(memory), state, K,
+                                         implementation)
     # A coverage that differs per row, as the hypotheses' do.
     state = state[:3] + (state[3] * tf.linspace(0.5, 2.0, N * K)[:, None],)
-    return _step(model, implementation, memory, state,
-                 K if implementation.shares_memory else 1, coverage)
+    return _step(model, implementation, memory, state, K)
 
   if shape == "export":
     ids = tf.TensorSpec([None, None], tf.int32)
@@ -170,10 +164,10 @@ def _search_step(model, implementation, shape, coverage):
 @pytest.mark.parametrize("name", FAST)
 def test_search_shapes(name, shape, coverage, policy):
   """A search's step over N articles of K rows each: the step-0 attention (search.encode) and
-  one step's scores, attention, context, p_gen and coverage update, against eager's with the
-  memory repeated for every row."""
+  one step's attention, context, p_gen and coverage update, against eager's with the memory
+  repeated for every row."""
   model = _model(coverage, policy)
-  got = _search_step(model, attention.get(name), shape, coverage)
+  got = _search_step(model, attention.get(name), shape)
   want, want32 = _references(_search_step, coverage, policy)
   for what, value in got.items():
     assert value.shape == want[what].shape, what
@@ -184,52 +178,69 @@ def test_search_shapes(name, shape, coverage, policy):
   assert np.all(got["attn"][np.repeat(np.arange(L)[None, :] >= ENC_LEN[:, None], K, 0)] == 0)
 
 
-def test_capabilities_are_what_the_modes_rely_on():
-  """auto's choices are today's, and each implementation says what it can do."""
-  get = attention.get
-  assert [attention.auto(c).name for c in attention.CONTEXTS] == [
-      "hand_gradient_xla", "hand_gradient", "xla", "hand_gradient", "shared"]
-  assert attention.auto("decode", compiled_attention=False).name == "hand_gradient"
-  assert attention.auto("export", export_compiled_attention=True).name == "xla"
-  assert [n for n, i in attention.IMPLEMENTATIONS.items() if i.differentiable] == [
-      "eager", "hand_gradient", "hand_gradient_xla"]
-  assert [n for n, i in attention.IMPLEMENTATIONS.items() if i.uses_xla] == [
-      "hand_gradient_xla", "xla"]
-  assert get("xla").memory_layout(tf.zeros([2, 3, 4])).shape == (2, 4, 3)
-  assert not get("eager").shares_memory and get("shared").shares_memory
+def test_auto_runs_what_each_context_relies_on():
+  """auto's table names a registered implementation for every context: one that trains where
+  training's pass runs and one without XLA in the export (any TensorFlow runtime serves it).
+  Each older flag, at its default, leaves auto's choice in its context as the table's, and
+  set the other way chooses the other side of XLA there and nothing elsewhere."""
+  assert attention.auto("train").differentiable
+  assert not attention.auto("export").uses_xla
+  defaults = config.HParams()
+  for flag, (context, other) in registry.SPELLINGS.items():
+    assert attention.auto(context, defaults) is attention.auto(context)
+    flipped = defaults.replace(**{flag: not getattr(defaults, flag)})
+    assert attention.auto(context, flipped) is attention.get(other)
+    assert attention.get(other).uses_xla != attention.auto(context).uses_xla
+    for elsewhere in set(attention.CONTEXTS) - {context}:
+      assert attention.auto(elsewhere, flipped) is attention.auto(elsewhere)
+  with pytest.raises(ValueError, match="attention context 'serve'"):
+    attention.auto("serve")
 
 
-def test_the_flag_and_its_contradictions():
-  """--attention_implementation names a registered implementation; with an explicit one,
-  --compiled_attention (decode) and --export_compiled_attention (export) may be left out or
-  agree with it, and one without a gradient cannot train; auto combines with anything."""
+def test_the_help_names_every_implementation_and_auto_s_choices():
+  """--attention_implementation's help is made from the registry: each implementation's
+  docstring, and auto's choice in each context; the older flags' help says what they spell."""
+  text = registry.implementation_help()
+  for name, implementation in attention.IMPLEMENTATIONS.items():
+    described = " ".join(implementation.__doc__.split()).rstrip(".")
+    assert f"{name}: {described[0].lower()}{described[1:]}" in text
+  for context, where in attention.CONTEXTS.items():
+    assert f"{attention.auto(context).name} for {where}" in text
+  for flag in registry.SPELLINGS:
+    assert registry.spelling_help(flag) in flags.FLAGS[flag].help
+
+
+@pytest.mark.parametrize("name", list(attention.IMPLEMENTATIONS))
+def test_the_flag_and_its_contradictions(name):
+  """--attention_implementation names a registered implementation; given explicitly, it applies
+  in every context, --compiled_attention (decode) and --export_compiled_attention (export) may
+  be left out or agree with it (XLA or not), and only one with a gradient trains."""
   hps = config.HParams
+  implementation = attention.get(name)
   with pytest.raises(DataError, match=r"--attention_implementation=flash: expected auto or "
-                     r"one of eager, hand_gradient, hand_gradient_xla, shared, xla"):
+                     r"one of " + ", ".join(attention.IMPLEMENTATIONS) + "$"):
     hps(attention_implementation="flash").validated()
-  check = attention.check
-  check(hps(mode="decode", compiled_attention=False), {"compiled_attention"})
-  check(hps(mode="decode", attention_implementation="eager"), set())  # compiled by default
-  check(hps(mode="decode", attention_implementation="xla"), {"compiled_attention"})
-  check(hps(mode="export", attention_implementation="eager", compiled_attention=True),
-        {"compiled_attention"})  # a decode flag: export does not read it
-  with pytest.raises(DataError, match=r"--compiled_attention contradicts "
-                     r"--attention_implementation=eager, which does not use XLA"):
-    check(hps(mode="decode", attention_implementation="eager"), {"compiled_attention"})
-  with pytest.raises(DataError, match=r"--nocompiled_attention contradicts "
-                     r"--attention_implementation=xla, which uses XLA"):
-    check(hps(mode="decode", attention_implementation="xla", compiled_attention=False),
-          {"compiled_attention"})
-  with pytest.raises(DataError, match=r"--export_compiled_attention contradicts "
-                     r"--attention_implementation=shared"):
-    check(hps(mode="export", attention_implementation="shared", export_compiled_attention=True),
-          {"export_compiled_attention"})
-  with pytest.raises(DataError, match=r"--attention_implementation=shared has no gradient and "
-                     r"cannot train \(--mode=train\): use auto or one of eager, hand_gradient, "
-                     r"hand_gradient_xla"):
-    check(hps(mode="train", attention_implementation="shared"), set())
-  # An explicit value applies in every context; auto is today's choice in each.
   for context in attention.CONTEXTS:
-    assert attention.chosen(hps(attention_implementation="eager"), context).name == "eager"
-  assert attention.chosen(hps(export_compiled_attention=True), "export").name == "xla"
-  assert attention.chosen(hps(compiled_attention=False), "decode").name == "hand_gradient"
+    assert attention.chosen(hps(attention_implementation=name), context) is implementation
+  check = attention.check
+  check(hps(mode="decode", attention_implementation=name), set())
+  for flag, (mode, _) in registry.SPELLINGS.items():
+    agreeing = hps(mode=mode, attention_implementation=name,
+                   **{flag: implementation.uses_xla})
+    check(agreeing, {flag})
+    other_mode = "export" if mode == "decode" else "decode"
+    check(agreeing.replace(mode=other_mode, **{flag: not implementation.uses_xla}), {flag})
+    spelled = f"--{'no' if implementation.uses_xla else ''}{flag}"
+    with pytest.raises(DataError, match=fr"{spelled} contradicts "
+                       fr"--attention_implementation={name}, which "
+                       fr"{'uses' if implementation.uses_xla else 'does not use'} XLA"):
+      check(agreeing.replace(**{flag: not implementation.uses_xla}), {flag})
+    check(hps(mode=mode, **{flag: not implementation.uses_xla}), {flag})  # auto: any
+  train = hps(mode="train", attention_implementation=name)
+  if implementation.differentiable:
+    check(train, set())
+  else:
+    trainable = ", ".join(n for n, i in attention.IMPLEMENTATIONS.items() if i.differentiable)
+    with pytest.raises(DataError, match=fr"--attention_implementation={name} has no gradient "
+                       fr"and cannot train \(--mode=train\): use auto or one of {trainable}"):
+      check(train, set())

@@ -53,8 +53,9 @@ def _reference_beam_search(model, enc_input, enc_len, enc_ext, num_oovs, beam, m
   Step 0 starts from `initial_state` if given, else from the original's initial attention.
   """
   states, features, mask, state = model.encode(enc_input[None], enc_len[None])
+  memory = {"states": states, "features": features, "mask": mask}
   if initial_state is None:
-    state = model.cell.initial_attention(state, features, states, mask)
+    state = model.cell.initial_attention(state, memory)
   else:
     state = initial_state
   hyps = [_Hyp([vocab_lib.START_ID], [0.0], state) for _ in range(beam)]
@@ -65,7 +66,7 @@ def _reference_beam_search(model, enc_input, enc_len, enc_ext, num_oovs, beam, m
     for h in hyps[:1 if steps == 0 else len(hyps)]:
       latest = h.tokens[-1] if h.tokens[-1] < VOCAB else vocab_lib.UNK_ID
       (out, ctx, attn, p_gen), new_state = model.cell(
-          model.embedding(tf.constant([latest])), h.state, features, states, mask)
+          model.embedding(tf.constant([latest])), h.state, memory)
       probs = tf.nn.softmax(model.cell.vocab_logits(out, ctx))
       if p_gen is not None:
         probs = layers.final_distribution(probs, attn, p_gen, enc_ext[None], num_oovs)

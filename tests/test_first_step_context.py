@@ -125,7 +125,8 @@ def test_zeros_changes_only_the_first_step_inputs():
   # Step 0's inputs: zeros keeps the encoder's (c, h) and has zero context and coverage;
   # original has the same (c, h) with the initial attention's context (and coverage).
   zero_state, memory = _initial_state(model, enc_input, enc_len)
-  original_state = model.cell.initial_attention(zero_state, memory[1], memory[0], memory[2])
+  original_state = model.cell.initial_attention(
+      zero_state, {"states": memory[0], "features": memory[1], "mask": memory[2]})
   for zero_part, original_part in zip(zero_state[:2], original_state[:2]):
     np.testing.assert_array_equal(zero_part.numpy(), original_part.numpy())
   assert not np.any(zero_state[2].numpy()) and not np.any(zero_state[3].numpy())

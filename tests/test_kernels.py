@@ -1,20 +1,30 @@
-"""The hand-written gradients and XLA kernels of `kernels` against the plain formulas they
-stand for: TensorFlow's automatic gradient of the same expression, under a loss whose upstream
-gradient differs at every position. The attention's kernels are held to the library's
-reference (attention.Eager) by tests/test_attention_implementations.py; here only what that
-test's shapes do not reach: the XLA kernel's loop over more than one group of units, the shared
-scores' groups of articles."""
+"""The loops' gradient helpers (loop_gradients) and the attention's decoding kernels against the
+plain formulas they stand for: TensorFlow's automatic gradient of the same expression, under a
+loss whose upstream gradient differs at every position. The attention's implementations are
+held to the reference (attention/eager.py) by tests/test_attention_implementations.py; here
+only what that test's shapes do not reach: the XLA kernel's loop over more than one group of
+units, the shared scores' groups of articles."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_gen import attention
-from pointer_gen import kernels
+from pointer_gen import loop_gradients
+from pointer_gen.attention import shared
+from pointer_gen.attention import xla
 
 from helpers import np64 as _np
 
 B, L, H = 3, 7, 4
+
+
+def _plain_scores(features, query, v, coverage=None, w_c=None, rows=1):
+  """e_i = v . tanh(W_h h_i + W_s s + b [+ w_c cov_i]) in numpy: features [N, L, U] shared by
+  `rows` consecutive rows of query [N*rows, U] and coverage [N*rows, L] -> [N*rows, L]."""
+  pre_tanh = np.repeat(_np(features), rows, axis=0) + _np(query)[:, None, :]
+  if coverage is not None:
+    pre_tanh += _np(coverage)[:, :, None] * _np(w_c)
+  return np.tanh(pre_tanh) @ _np(v)
 
 
 @pytest.mark.parametrize("use_coverage", [False, True])
@@ -29,9 +39,9 @@ def test_compiled_attention_scores_equal_the_reference(use_coverage, units):
   v = tf.constant(rng.normal(size=units).astype(np.float32))
   extra = ((tf.constant(rng.uniform(0, 2, size=(B, L)).astype(np.float32)),
             tf.constant(rng.normal(size=(1, units)).astype(np.float32))) if use_coverage else ())
-  expected = attention.get("eager").scores(features, query, v, *extra).numpy()
+  expected = _plain_scores(features, query, v, *extra)
   np.testing.assert_allclose(
-      kernels.compiled_attention_scores(kernels.transpose_features(features), query, v, *extra),
+      xla.compiled_attention_scores(xla.transpose_features(features), query, v, *extra),
       expected, rtol=1e-5, atol=1e-6)
   assert np.abs(expected).max() > 0.5
 
@@ -49,14 +59,14 @@ def test_shared_attention_scores_equal_the_reference(use_coverage, monkeypatch):
   coverage = rng.uniform(0, 2, size=(articles * beams, L)).astype(np.float32)
   w_c = rng.normal(size=(1, units)).astype(np.float32)
   extra = (coverage, w_c) if use_coverage else ()
-  expected = attention.get("eager").scores(features, query, v, *extra, rows=beams).numpy()
+  expected = _plain_scores(features, query, v, *extra, rows=beams)
   assert expected.shape == (articles * beams, L) and np.abs(expected).max() > 0.5
   matrix = lambda: tf.TensorSpec([None, None], tf.float32)
   specs = [tf.TensorSpec([None, L, units], tf.float32), matrix(),
            tf.TensorSpec([units], tf.float32)] + ([matrix(), matrix()] if use_coverage else [])
   for per_pass in (articles, 2, 1):
-    monkeypatch.setattr(kernels, "_SHARED_PASS_ELEMENTS", per_pass * beams * L * units)
-    scores = tf.function(lambda *args: kernels.shared_attention_scores(*args, beams=beams),
+    monkeypatch.setattr(shared, "_SHARED_PASS_ELEMENTS", per_pass * beams * L * units)
+    scores = tf.function(lambda *args: shared.shared_attention_scores(*args, beams=beams),
                          input_signature=specs)
     np.testing.assert_allclose(scores(features, query, v, *extra), expected, rtol=1e-5,
                                atol=1e-5, err_msg=f"{per_pass} articles a pass")
@@ -75,7 +85,7 @@ def test_loop_matmul_gradient_equals_matmuls():
   with tf.GradientTape(persistent=True) as tape:
     tape.watch([x, kernel])
     kernel_t = tf.transpose(kernel)
-    ours = kernels.loop_matmul(x, kernel, kernel_t)
+    ours = loop_gradients.loop_matmul(x, kernel, kernel_t)
     plain = tf.matmul(x, kernel)
   np.testing.assert_allclose(ours.numpy(), _np(x) @ _np(kernel), rtol=1e-5)
   ours_x = tape.gradient(ours, x, output_gradients=d_out)
@@ -87,7 +97,7 @@ def test_loop_matmul_gradient_equals_matmuls():
 
 
 def test_late_gradient_needs_its_inputs():
-  late = kernels.LateGradient(lambda d, x: d * x)
+  late = loop_gradients.LateGradient(lambda d, x: d * x)
   source = tf.constant([2.0])
   with tf.GradientTape() as tape:
     tape.watch(source)

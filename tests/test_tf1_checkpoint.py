@@ -238,10 +238,11 @@ def test_one_decode_step_matches_the_tf1_decode_graph(reference, converted):
   """The beam search's pieces: initial attention from the initial state, then one step."""
   model = _model(*converted)
   states, features, mask, (c, h, context, _) = model.encode(ENC_INPUT, ENC_LEN)
-  state = model.cell.initial_attention((c, h, context, PREV_COVERAGE), features, states, mask)
+  memory = {"states": states, "features": features, "mask": mask}
+  state = model.cell.initial_attention((c, h, context, PREV_COVERAGE), memory)
   np.testing.assert_allclose(state[3], reference["decode_coverage"], atol=ATOL)
   (output, context, attn, p_gen), (c, h, _, _) = model.cell(
-      model.embedding(DEC_INPUT[:, 0]), state, features, states, mask)
+      model.embedding(DEC_INPUT[:, 0]), state, memory)
   probs = tf.nn.softmax(model.cell.vocab_logits(output, context))
   dist = layers.final_distribution(probs, attn, p_gen, ENC_EXT, MAX_OOVS)
   np.testing.assert_allclose(dist, reference["decode_final_dist"], atol=ATOL)

@@ -57,7 +57,7 @@ from pointer_gen import data
 from pointer_gen import decode
 from pointer_gen import environment
 from pointer_gen import export
-from pointer_gen import kernels
+from pointer_gen import loop_gradients
 from pointer_gen import losses
 from pointer_gen import model as model_lib
 from pointer_gen import precision
@@ -446,8 +446,9 @@ def _no_late_gradient(*_):
 # in place of auto's.
 ABLATIONS = {
     "encoder's recurrent kernel: gradient summed in the loop": [
-        (kernels, "loop_matmul", lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
-        (kernels, "recurrent_kernel_gradient", lambda _: _no_late_gradient)],
+        (loop_gradients, "loop_matmul",
+         lambda _: lambda x, kernel, kernel_t: tf.matmul(x, kernel)),
+        (loop_gradients, "recurrent_kernel_gradient", lambda _: _no_late_gradient)],
     "attention: eager (the paper's equations, TensorFlow's gradients, einsum context)": "eager",
     "attention tanh and its gradient: TensorFlow's ops, not XLA kernels": "hand_gradient",
     "loss: gather after softmax": [

@@ -23,6 +23,9 @@ import tensorflow as tf
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.search import contract
 
+# The slots' memory (contract.py's): the attention's, the extended ids and their copy_index.
+MEMORY = ("states", "features", "mask", "ext_ids", "copy_segment", "article_ids")
+
 
 class SlotDecoder:
   """Decodes a stream of articles with `num_slots` searches side by side, each a search of
@@ -40,24 +43,20 @@ class SlotDecoder:
     dtype = model.compute_dtype
     hidden = model.hidden_dim
     units = 2 * hidden  # the attention's W_h features
-    # [S*K, max_enc_steps, ...]: slot s holds rows s*K .. s*K+K-1; when the attention
-    # shares_memory the states and features are [S, max_enc_steps, ...], row s
-    # (contract.SHARED_MEMORY). An empty slot's mask is all ones so that its (discarded)
-    # attention stays finite.
-    shared = num_slots if self.strategy.shares_memory else rows
-    self.memory = {
-        "states": tf.Variable(tf.zeros([shared, max_enc_steps, 2 * hidden], dtype),
-                              trainable=False),
-        # In the attention's memory_layout (contract.memory_layout).
-        "features": tf.Variable(self.strategy.attention.steps.memory_layout(
-            tf.zeros([shared, max_enc_steps, units], dtype)), trainable=False),
-        "mask": tf.Variable(tf.ones([rows, max_enc_steps], dtype), trainable=False),
-        "ext_ids": tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32), trainable=False),
-    }
-    # search.copy_index of the extended ids, made when an article is encoded.
-    for name in ("copy_segment", "article_ids"):
-      self.memory[name] = tf.Variable(tf.zeros([rows, max_enc_steps], tf.int32),
-                                      trainable=False)
+    # [S*C, max_enc_steps, ...]: slot s holds rows s*C .. s*C+C-1, C the copies of the entry
+    # the attention keeps for an article's K rows (rows_kept: K, or 1 for an entry its rows
+    # share); laid out as the attention reads it. An empty slot's mask is all ones so that its
+    # (discarded) attention stays finite.
+    attention = self.strategy.attention.steps
+    self._copies = {name: attention.rows_kept(name, k) for name in MEMORY}
+    zeros = lambda name, *shape, dtype=tf.int32: tf.zeros(
+        [num_slots * self._copies[name], max_enc_steps, *shape], dtype)  # [S*C, W, ...]
+    memory = attention.memory({"states": zeros("states", 2 * hidden, dtype=dtype),
+                               "features": zeros("features", units, dtype=dtype),
+                               "mask": tf.ones_like(zeros("mask", dtype=dtype))})
+    # The extended ids and their search.copy_index, made when an article is encoded.
+    memory.update({name: zeros(name) for name in ("ext_ids", "copy_segment", "article_ids")})
+    self.memory = {name: tf.Variable(memory[name], trainable=False) for name in MEMORY}
     # The decoder state as the model's cell says it is; the parts that span the memory's
     # positions are padded to max_enc_steps when an article is encoded.
     self._spans_memory = tuple(spec.shape[1] is None for spec in model.cell.state_spec())
@@ -97,8 +96,8 @@ class SlotDecoder:
       padding = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(value) - 2, 2], tf.int32)], 0)
       return tf.pad(value, padding)
 
-    memory = contract.memory_layout({name: padded(value) for name, value in memory.items()},
-                                      self.strategy.attention.steps)
+    memory = self.strategy.attention.steps.memory(
+        {name: padded(value) for name, value in memory.items()})
     # Of the padded ids, as the attention spans max_enc_steps positions (those past an
     # article's end, id 0, get no attention).
     memory.update(contract.copy_index(memory["ext_ids"]))
@@ -110,11 +109,13 @@ class SlotDecoder:
     _encode) in `slots` [A]; returns the new search state."""
     memory, state = tf.nest.map_structure(lambda t: tf.gather(t, picks), encoded)
     k = self.strategy.rows
-    memory, state = contract.tile_rows(memory, state, k, self.strategy.shares_memory)
-    rows = tf.reshape(slots[:, None] * k + tf.range(k)[None, :], [-1, 1])  # [A*K, 1]
+    memory, state = contract.tile_rows(memory, state, k, self.strategy.attention.steps)
+    rows_of = lambda copies: tf.reshape(slots[:, None] * copies + tf.range(copies)[None, :],
+                                        [-1, 1])  # [A*copies, 1]: the slots' rows
+    rows = rows_of(k)  # [A*K, 1]
     for name, variable in self.memory.items():
-      variable.scatter_nd_update(slots[:, None] if self._shared(name) else rows,
-                                 memory[name])  # [A(*K), max_enc_steps, ...]
+      variable.scatter_nd_update(rows_of(self._copies[name]),
+                                 memory[name])  # [A*C, max_enc_steps, ...]
     started = self.strategy.initial(state, memory)
     return contract.map_state(
         lambda old, new: tf.tensor_scatter_nd_update(old, slots[:, None], new),  # [S, ...]
@@ -212,16 +213,13 @@ class SlotDecoder:
         yield waiting.pop(next_out), finished.pop(next_out)
         next_out += 1
 
-  def _shared(self, name):
-    """Whether memory `name` has a row per slot (else a row per hypothesis)."""
-    return self.strategy.shares_memory and name in contract.SHARED_MEMORY
-
   def _gather(self, search, memory, slots):
     """The search state and memory of `slots` alone, in that order."""
-    k = self.strategy.rows
-    rows = (np.array(slots, np.int32)[:, None] * k + np.arange(k, dtype=np.int32)).reshape(-1)
-    memory = {name: tf.gather(value, slots if self._shared(name) else rows)
-              for name, value in memory.items()}  # [n(*K), ...]
+    rows_of = lambda copies: (np.array(slots, np.int32)[:, None] * copies
+                              + np.arange(copies, dtype=np.int32)).reshape(-1)  # [n*copies]
+    rows = rows_of(self.strategy.rows)  # [n*K]
+    memory = {name: tf.gather(value, rows_of(self._copies[name]))
+              for name, value in memory.items()}  # [n*C, ...]
     search = contract.map_state(lambda value: tf.gather(value, slots),  # [n, ...]
                                   lambda value: tf.gather(value, rows), search)  # [n*K, ...]
     return search, memory

@@ -34,12 +34,12 @@ signatures take it as it is): each article's step counter [N], the decoder state
 Continuous batching moves searches between slots by these two kinds alone (map_state): a field
 of `hypotheses` must have the article as its first dimension.
 
-The attention's implementation decides how the memory is kept (the strategy's `attention`, an
-attention.SearchAttention): the memory is a dict: "states" and "features" (the encoder's states
-and W_h features, [N*K, L, 2H]; when the implementation shares_memory [N, L, 2H], once per
-article, and the features in its memory_layout, see memory_layout), "mask" [N*K, L],
-"ext_ids" (the extended ids) and their copy_index ("copy_segment", "article_ids") [N*K, L];
-each article's K rows side by side.
+The attention's implementation lays out and keeps the memory (the strategy's `attention`, an
+attention.SearchAttention, its `steps`): the memory is a dict: "states" and "features" (the
+encoder's states and W_h features, [N*K, L, 2H], laid out by the implementation's `memory`),
+"mask" [N*K, L], "ext_ids" (the extended ids) and their copy_index ("copy_segment",
+"article_ids") [N*K, L]; each article's K rows side by side, an entry of which the
+implementation keeps fewer copies (its rows_kept: 1, shared by the article's rows) [N, ...].
 """
 
 import abc
@@ -55,11 +55,6 @@ from pointer_gen import vocab as vocab_lib
 # Step 0's decoder input: the original's decode (an attention over the encoder's final state),
 # or training's zero context (initial_decoder_state).
 FIRST_STEP_CONTEXTS = ("original", "zeros")
-
-# The memory an article's rows share when the attention's implementation shares_memory; the mask
-# and the extended ids are per row always.
-SHARED_MEMORY = ("states", "features")
-
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -146,8 +141,8 @@ class StrategySettings(settings.Settings):
 class Strategy(abc.ABC):
   """A decoding strategy over the contract above; subclasses set `rows` (and `Options`, a
   StrategySettings class, if the strategy has settings of its own) and implement the abstract
-  steps. `attention` (attention.SearchAttention, default DEFAULT_SEARCH: TensorFlow's ops, the
-  memory per row) computes the attention and decides how the memory is kept."""
+  steps. `attention` (attention.SearchAttention, default attention.DEFAULT_SEARCH) computes the
+  attention and lays out and keeps the memory."""
 
   rows: int
   Options = StrategySettings
@@ -162,11 +157,6 @@ class Strategy(abc.ABC):
     """The strategy with search Settings `settings`, its own settings from `hps` and
     `attention` (an attention.SearchAttention)."""
     return cls(settings, cls.Options.from_hparams(hps), attention)
-
-  @property
-  def shares_memory(self):
-    """Whether an article's rows share its SHARED_MEMORY, stored once."""
-    return self.attention.steps.shares_memory
 
   @abc.abstractmethod
   def initial(self, decoder_state, memory, step=0):
@@ -188,10 +178,10 @@ class Strategy(abc.ABC):
     """Encodes N articles (enc_input, enc_input_ext [N, L] int32, enc_len [N]) and sets up their
     searches at step 0: (memory, State)."""
     memory, decoder_state = encode(model, enc_input, enc_len, self.settings, self.attention)
-    memory = memory_layout(memory, self.attention.steps)
+    memory = self.attention.steps.memory(memory)
     memory["ext_ids"] = enc_input_ext
     memory.update(copy_index(enc_input_ext))
-    memory, decoder_state = tile_rows(memory, decoder_state, self.rows, self.shares_memory)
+    memory, decoder_state = tile_rows(memory, decoder_state, self.rows, self.attention.steps)
     return memory, self.initial(decoder_state, memory)
 
   def articles_and_length(self, memory):
@@ -216,26 +206,24 @@ class Strategy(abc.ABC):
     # Temporary article-OOV ids are fed back as [UNK]: the embedding only knows the vocab.
     previous = tf.where(previous >= model.vocab_size, vocab_lib.UNK_ID, previous)  # [N*K]
     (output, context, attn, p_gen), new_state = model.cell(
-        model.embedding(previous), decoder_state, memory["features"], memory["states"],
-        memory["mask"], implementation=self.attention.steps,
-        rows=self.rows if self.shares_memory else 1)
+        model.embedding(previous), decoder_state, memory, implementation=self.attention.steps,
+        rows=self.rows)
     return model.cell.vocab_logits(output, context), attn, p_gen, new_state
 
 
-def initial_decoder_state(model, state, features, states, mask, first_step_context,
-                          implementation=None):
-  """The decoder state step 0 starts from.
+def initial_decoder_state(model, state, memory, first_step_context, implementation=None):
+  """The decoder state step 0 starts from, of N articles' `memory` as encoded.
 
   "original": as the original's decode (initial_state_attention=True), the context and, with
   coverage, one extra attention added to the coverage, both computed from the encoder's final
-  state (by `implementation`, an attention.Implementation; default hand_gradient); training's
-  step 0 never sees these. "zeros": training's step 0 exactly, a zero context and a zero
-  coverage (the state `model.encode` returns).
+  state (by `implementation`, an attention implementation; default
+  attention.DEFAULT_SEARCH's first_step); training's step 0 never sees these. "zeros":
+  training's step 0 exactly, a zero context and a zero coverage (the state `model.encode`
+  returns).
   """
   if first_step_context == "original":
     implementation = implementation or attention_lib.DEFAULT_SEARCH.first_step
-    return model.cell.initial_attention(state, implementation.memory_layout(features), states,
-                                        mask, implementation)
+    return model.cell.initial_attention(state, implementation.memory(memory), implementation)
   return state
 
 
@@ -245,24 +233,22 @@ def encode(model, enc_input, enc_len, settings, attention=None):
   attention by `attention`'s first_step, an attention.SearchAttention)."""
   attention = attention or attention_lib.DEFAULT_SEARCH
   states, features, mask, state = model.encode(enc_input, enc_len)
-  state = initial_decoder_state(model, state, features, states, mask,
-                                settings.first_step_context, attention.first_step)
-  return {"states": states, "features": features, "mask": mask}, state
+  memory = {"states": states, "features": features, "mask": mask}
+  state = initial_decoder_state(model, state, memory, settings.first_step_context,
+                                attention.first_step)
+  return memory, state
 
 
-def memory_layout(memory, implementation):
-  """The memory as the search reads it: the features in `implementation`'s memory_layout
-  (transposed to [N, 2H, L] for the xla implementation)."""
-  return {**memory, "features": implementation.memory_layout(memory["features"])}
-
-
-def tile_rows(memory, state, rows, shares_memory):
+def tile_rows(memory, state, rows, implementation):
   """Memory and decoder state of N articles repeated for their `rows` rows: [N, ...] ->
-  [N*rows, ...], every article's rows side by side; with shares_memory the SHARED_MEMORY
-  stays [N, ...]."""
-  tile = lambda t: tf.repeat(t, rows, axis=0)
-  return ({name: t if shares_memory and name in SHARED_MEMORY else tile(t)
-           for name, t in memory.items()}, tuple(tile(s) for s in state))
+  [N*rows, ...], every article's rows side by side; a memory entry of which the attention's
+  `implementation` keeps one copy an article (rows_kept) stays [N, ...]."""
+  def kept(name, t):  # [N, ...] -> [N*copies, ...]; one copy is the tensor itself
+    copies = implementation.rows_kept(name, rows)
+    return t if copies == 1 else tf.repeat(t, copies, axis=0)
+
+  return ({name: kept(name, t) for name, t in memory.items()},
+          tuple(tf.repeat(s, rows, axis=0) for s in state))
 
 
 def copy_index(ext_ids):
