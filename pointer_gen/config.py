@@ -128,10 +128,10 @@ def define_flags():
                 "default: rouge-score's English tokenizer (keeps only [a-z0-9]); whitespace: "
                 "lower-case and split on spaces, for other languages.")
   f.DEFINE_enum("first_step_context", "original", list(FIRST_STEP_CONTEXTS), "The search's "
-                "step 0 (decode, export and eval's samples). original: as the original's decode, the context "
-                "and, with coverage, one extra coverage term from an attention over the "
-                "encoder's final state; zeros: a zero context and zero coverage, as training's "
-                "step 0.")
+                "step 0 (decode, export and eval's samples). original: as the original's "
+                "decode, the context and, with coverage, one extra coverage term from an "
+                "attention over the encoder's final state; zeros: a zero context and zero "
+                "coverage, as training's step 0.")
   f.DEFINE_boolean("compiled_attention", True, "Single-pass decode: compute the attention "
                    "scores with one XLA kernel (compiled once; about 2x faster at batch 32). "
                    "XLA's tanh may differ from TensorFlow's in the last bit; "

@@ -78,7 +78,8 @@ class Encoder(keras.layers.Layer):
     dtype = inputs.dtype
     batch, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
     recurrent = tf.convert_to_tensor(cell.recurrent_kernel)  # [H, 4H]
-    # Transposed once here for the backward pass's per-step products (see loop_gradients.loop_matmul).
+    # Transposed once here for the backward pass's per-step products
+    # (loop_gradients.loop_matmul).
     recurrent_t = tf.transpose(recurrent)  # [4H, H]
     # The input projection of every position as one matmul before the loop.
     projected = tf.einsum("ble,eg->lbg", inputs, tf.convert_to_tensor(cell.kernel)) + cell.bias  # [L, B, 4H]

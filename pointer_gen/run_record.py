@@ -206,7 +206,8 @@ def _reconcile_vocab(hps, given, recorded, path):
   recorded_path = recorded_vocab_path(hps.run_dir, recorded)
   vocab_path = hps.vocab_path if "vocab_path" in given else recorded_path
   if "vocab_path" in given:
-    vocab_lib.open_vocab_file(vocab_path).close()  # a directory, a missing or unreadable file: named
+    # A directory, a missing or an unreadable file: each named for what it is.
+    vocab_lib.open_vocab_file(vocab_path).close()
   elif not os.path.isfile(vocab_path):
     raise DataError(f"the vocab {vocab_path} recorded in {path} does not exist any more: pass "
                     "--vocab_path with that vocab file (the same bytes, sha256 "

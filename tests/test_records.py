@@ -564,7 +564,8 @@ def test_detect_format_errors():
 def test_read_records_checks_every_format_before_reading(tmp_path):
   good = _write_frames(tmp_path / "a.bin", [GOOD])
   with pytest.raises(DataError, match=r"b\.csv: cannot tell the data format"):
-    next(data_formats.read_records([good, str(tmp_path / "b.csv")], "auto", skips_lib.SkipCounter()))
+    next(data_formats.read_records([good, str(tmp_path / "b.csv")], "auto",
+                                   skips_lib.SkipCounter()))
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -416,7 +416,8 @@ def jsonl_sources(globs, skips, article_key, abstract_key):
     keys = [jsonl_format.summary_key(p, article_key, abstract_key, (HF_ABSTRACT_KEY,))
             for p in paths]
     recs = (r for p, key in zip(paths, keys)
-            for r in jsonl_format.JSONL.read(p, skips, jsonl_format.JsonlSettings(article_key, key)))
+            for r in jsonl_format.JSONL.read(p, skips,
+                                             jsonl_format.JsonlSettings(article_key, key)))
     total = sum(jsonl_format.JSONL.count(p) for p in paths)
     sources.append(Source(split, total, (jsonl_story(r) for r in recs),
                           f"--{split}_jsonl={pattern}", skips))
@@ -536,8 +537,10 @@ def _define_flags():
   flags.DEFINE_string("val_jsonl", "", "Glob of the val split's JSONL files.")
   flags.DEFINE_string("test_jsonl", "", "Glob of the test split's JSONL files.")
   flags.DEFINE_string("out_dir", "", "Directory for the finished files.")
-  flags.DEFINE_string("article_key", jsonl_format.ARTICLE_KEY, "JSONL: the field holding the article.")
-  flags.DEFINE_string("abstract_key", jsonl_format.DEFAULT_ABSTRACT_KEY, "JSONL: the field holding the "
+  flags.DEFINE_string("article_key", jsonl_format.ARTICLE_KEY,
+                      "JSONL: the field holding the article.")
+  flags.DEFINE_string("abstract_key", jsonl_format.DEFAULT_ABSTRACT_KEY,
+                      "JSONL: the field holding the "
                       "summary (a newline-separated string such as Hugging Face CNN/DM's "
                       "highlights, or a list of sentences). Empty: abstract_sentences if present, "
                       "else abstract, else highlights.")

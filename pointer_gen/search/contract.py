@@ -56,6 +56,7 @@ from pointer_gen import vocab as vocab_lib
 # or training's zero context (initial_decoder_state).
 FIRST_STEP_CONTEXTS = ("original", "zeros")
 
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
   """The constants of every strategy's search, one value from the decode flags (from_hparams)
