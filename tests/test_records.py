@@ -408,7 +408,7 @@ def test_write_tfrecord_bytes_and_read_back(tmp_path):
   assert skips.total == 0
   assert [(r.article, r.abstract_sentences, r.source, r.index) for r in back] == [
       (r.article, r.abstract_sentences, path, r.index) for r in HAND_RECORDS]
-  assert data_formats.count_records(path) == 4
+  assert tfrecord_format.TFRECORD.count(path) == 4
 
 
 def test_bad_tfrecord_examples_are_skipped_as_in_bin(tmp_path, caplog):

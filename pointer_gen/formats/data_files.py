@@ -43,15 +43,12 @@ class DataFiles:
     return cls(pattern, tuple(paths), tuple(registry.detect(p, data_format) for p in paths),
                reads, dict(fields or {}))
 
-  def options(self, index):
-    """The settings of the format of file `index`."""
-    return self.formats[index].Options.of(self.fields)
-
   def read(self, skips, order=None):
     """Yields the usable records of the files `order` (indices into paths; default: all, in
     order), counting the others in `skips`."""
-    for index in range(len(self.paths)) if order is None else order:
-      yield from self.formats[index].read(self.paths[index], skips, self.options(index))
+    order = range(len(self.paths)) if order is None else order
+    return registry.read_files([self.paths[i] for i in order], [self.formats[i] for i in order],
+                               skips, self.fields)
 
   def count(self, order=None):
     """The records of the files `order` (as `read`), each format's cheap checks made."""
@@ -60,5 +57,5 @@ class DataFiles:
 
   def check_fields(self):
     """Each file's format's check_fields, before a run skips every record one at a time."""
-    for index, path in enumerate(self.paths):
-      self.formats[index].check_fields(path, self.options(index))
+    for path, data_format in zip(self.paths, self.formats):
+      data_format.check_fields(path, data_format.Options.of(self.fields))

@@ -59,15 +59,14 @@ def extensions_help():
   return ", ".join(f"{f.label} ({', '.join(f.extensions)})" for f in FORMATS)
 
 
-def count_records(path, data_format="auto"):
-  """The records of the file `path`, its format's cheap checks made (`DataFormat.count`)."""
-  return detect(path, data_format).count(path)
+def read_files(paths, formats, skips, fields):
+  """Yields the records of each file of `paths` in order, read by its format in `formats` with
+  that format's settings from `fields` (a format's settings left out take their defaults)."""
+  for path, fmt in zip(paths, formats):
+    yield from fmt.read(path, skips, fmt.Options.of(fields))
 
 
 def read_records(paths, data_format, skips, **fields):
-  """Yields the records of each file in the given order, each with its format's reader and its
-  settings from `fields` (a format's settings left out take their defaults)."""
+  """read_files of `paths`, their formats `data_format`'s or, with auto, their extensions'."""
   # Formats are resolved up front so a bad extension fails before any work is done.
-  formats = [detect(p, data_format) for p in paths]
-  for path, fmt in zip(paths, formats):
-    yield from fmt.read(path, skips, fmt.Options.of(fields))
+  return read_files(paths, [detect(p, data_format) for p in paths], skips, fields)
