@@ -108,7 +108,7 @@ def define_flags():
                    "scored per new train checkpoint (the original scores one).")
   f.DEFINE_integer("eval_max_checkpoints", 0, "Eval beside training: stop after scoring this "
                    "many checkpoints; 0 = until stopped (it also stops after scoring the "
-                   "checkpoint of step --num_train_steps, by default the trainer's).")
+                   "checkpoint of the step the trainer stops at, read from its run_config.json).")
   f.DEFINE_integer("eval_samples", 3, "Eval beside training: at each checkpoint, decode the "
                    "first this many articles of --data_path with the decode flags and show "
                    "their summaries, attention pictures and figures in TensorBoard "

@@ -194,8 +194,7 @@ class RecordSource:
         logging.info("Finished one pass over %d files (%d examples).", len(order), yielded)
         return
       if not yielded:
-        raise DataError("--data_path: no usable example in "
-                        f"{', '.join(self.files.paths[i] for i in order)}")
+        raise _no_usable_example(self.files.paths[i] for i in order)
       epoch += 1
       total += yielded
       interval = self._interval(total)
@@ -287,6 +286,10 @@ TOP_WORDS = 100
 TOP_WORDS_PRESENT = 0.5
 
 
+def _no_usable_example(paths):
+  return DataError(f"--data_path: no usable example in {', '.join(paths)}")
+
+
 class _Sample:
   """The truncated article tokens of the first OOV_CHECK_EXAMPLES examples of --data_path, by
   tokenisation, read from the files once."""
@@ -323,10 +326,12 @@ def check_unknown_words(hps, vocab):
   """Looks up the first articles' tokens in `vocab`; returns the share out of vocabulary. A
   training over OOV_REFUSAL_RATE is a DataError unless --allow_unknown_words; otherwise a rate
   over OOV_WARNING_RATE, or one another --tokenizer/--lowercase would halve, is a warning. Both
-  name the rate, the vocab, the tokenisation and the causes the data and vocab show (`_causes`)."""
+  name the rate, the vocab, the tokenisation and the causes the data and vocab show (`_causes`).
+  Data without a usable example, which can neither train nor decode, is a DataError."""
   sample = _Sample(hps)
   if not sample.articles:
-    return None
+    # Before the model is built: every file was read, and nothing in them can be used.
+    raise _no_usable_example(files_of(hps).paths)
   reads = hps.reads
   rate = sample.unknown_rate(vocab, reads)
   if rate is None:

@@ -127,8 +127,7 @@ class ConcurrentEvaluator:
 
   def run(self):
     """Scores each new train checkpoint until Ctrl-C, SIGTERM, --eval_max_checkpoints or the
-    checkpoint of step --num_train_steps (default: the trainer's, from run_config.json);
-    returns the number scored."""
+    checkpoint of the step the trainer stops at (`_final_step`); returns the number scored."""
     hps = self.hps
     writer = tf.summary.create_file_writer(hps.eval_dir)
     # Kept until the evaluator goes: tearing it down waits for the input pipeline's threads.
@@ -156,16 +155,24 @@ class ConcurrentEvaluator:
             continue  # a checkpoint deleted under us; or a stop, which ends the loop
           self._score_checkpoint(step, batches, writer)
           self.num_scored += 1
-          # The trainer records where it stops (it may have been restarted with another value).
-          final_step = hps.num_train_steps or run_record.recorded_num_train_steps(hps.run_dir)
+          final_step = self._final_step()
           if final_step and step >= final_step:
-            logging.info("Scored the checkpoint of step %d, where training stops "
-                         "(num_train_steps=%d); stopping.", step, final_step)
+            logging.info("Scored the checkpoint of step %d: the trainer stops at step %d "
+                         "(num_train_steps in %s); stopping.", step, final_step,
+                         run_record.path_in(hps.run_dir))
             break
       finally:
         with stopping.critical():
           writer.flush()
     return self.num_scored
+
+  def _final_step(self):
+    """The step the trainer stops at (0: until stopped), as it recorded it, read afresh: the
+    record is the trainer's, which may have been restarted with another --num_train_steps since,
+    and a --num_train_steps given to eval (a flagfile shared with the trainer, say) may be
+    stale. Without a record, eval's own --num_train_steps."""
+    recorded = run_record.recorded_num_train_steps(self.hps.run_dir)
+    return self.hps.num_train_steps if recorded is None else recorded
 
   def _wait_for_new_checkpoint(self, last_path):
     """The newest train checkpoint once it differs from `last_path`; None on a stop.

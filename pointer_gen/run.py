@@ -38,14 +38,19 @@ config.define_flags()
 
 def main(argv):
   if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    _exit_with_error(f"unexpected arguments {' '.join(argv[1:])}: flags are written "
+                     "--name=value")
   stopping.exit_if_requested()  # a signal while TensorFlow was being imported
   try:
     with skips.one_count_per_record():
       _run_mode()
   except (DataError, OutputError, train.NonFiniteError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(1)
+    _exit_with_error(e)
+
+
+def _exit_with_error(message):
+  print(f"error: {message}", file=sys.stderr)
+  sys.exit(1)
 
 
 def _run_mode():
@@ -77,12 +82,18 @@ def _run_mode():
 
 
 def parse_flags(argv):
-  """absl's parsing, except that --help prints the project's flags grouped by mode (exit 0)."""
+  """absl's parsing, except that --help prints the project's flags grouped by mode (exit 0)
+  and a flag absl cannot parse (unknown, a bad value or choice, a --flagfile it cannot read) is
+  the one `error:` line of every bad input, not absl's FATAL one."""
   before_end = argv[1:argv.index("--")] if "--" in argv else argv[1:]
   if any(arg in usage.HELP_ARGS for arg in before_end):
     print(usage.help_text(FLAGS))
     sys.exit(0)
-  return app.parse_flags_with_usage(argv)
+  try:
+    return FLAGS(argv)
+  except flags.Error as e:
+    # absl's "flag --mode=trian: value should be ...", written as the project's other errors.
+    _exit_with_error(f"{str(e).removeprefix('flag ')} (--help lists the flags)")
 
 
 if __name__ == "__main__":

@@ -154,9 +154,12 @@ def recorded_vocab_path(run_dir, recorded):
 
 
 def recorded_num_train_steps(run_dir):
-  """The step the run's trainer stops at (0: until stopped, or nothing recorded)."""
+  """The step the run's trainer stops at, as it recorded it (0: until stopped); None when the
+  run has no record of it."""
   values = read(run_dir) or {}
-  return int(values.get("num_train_steps") or 0)
+  if "num_train_steps" not in values:
+    return None
+  return int(values["num_train_steps"] or 0)
 
 
 def reconcile(hps, given, recorded, changeable=()):

@@ -45,7 +45,7 @@ def run(hps, vocab):
 
 def _record_phase(hps, path, how):
   """The run's record follows the model a utility wrote (its coverage, the phase it begins)."""
-  run_record.write(hps, run_record.recorded_num_train_steps(hps.run_dir),
+  run_record.write(hps, run_record.recorded_num_train_steps(hps.run_dir) or 0,
                    phase_begins=(checkpoints.step_of(path), how))
 
 
