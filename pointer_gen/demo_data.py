@@ -21,6 +21,8 @@ import time
 
 from absl import logging
 
+from pointer_gen.errors import cannot_create
+from pointer_gen.errors import make_output_dir
 from pointer_gen.formats.base import Record
 from pointer_gen.formats.bin_format import BIN
 from pointer_gen.vocab import count_words, write_tokenization, write_vocab
@@ -417,8 +419,11 @@ def ensure_demo_corpus(out_dir, seed=0):
     logging.info("Reusing the demo corpus in %s (seed %d)", out_dir, seed)
     return _paths(out_dir)
   parent, name = os.path.split(out_dir)
-  os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
+  make_output_dir(parent)
+  try:
+    tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
+  except OSError as e:  # a read-only --log_root
+    raise cannot_create(out_dir, e) from e
   try:
     generate_demo_corpus(tmp, seed)
     with open(os.path.join(tmp, "DONE"), "w", encoding="utf-8") as f:

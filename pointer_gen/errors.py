@@ -18,8 +18,13 @@ def make_output_dir(directory):
   try:
     os.makedirs(directory, exist_ok=True)
   except OSError as e:
-    raise OutputError(f"cannot create the output directory {directory} (check --log_root): "
-                      f"{e.strerror}") from e
+    raise cannot_create(directory, e) from e
+
+
+def cannot_create(directory, error):
+  """The OutputError of an output directory that `error`, an OSError, kept from being made."""
+  return OutputError(f"cannot create the output directory {directory} (check --log_root): "
+                     f"{error.strerror}")
 
 
 def flag_text(value):

@@ -123,9 +123,29 @@ def open_vocab_file(path):
   if not os.path.exists(path):
     raise DataError(f"--vocab_path={path}: no such file")
   try:
-    return open(path, "rb")
+    f = open(path, "rb")
   except OSError as e:
     raise DataError(f"--vocab_path={path}: cannot read the file ({e.strerror})") from e
+  head = f.peek(8)
+  for magic, (kind, tool) in _COMPRESSED.items():
+    if head.startswith(magic):
+      f.close()
+      raise DataError(f"--vocab_path={path}: a {kind}-compressed file, not a vocab file: "
+                      f"decompress it ({tool}) and give the vocab file it holds")
+  return f
+
+
+# The first bytes of the compressed files a vocab may come in (a downloaded vocab.gz), none of
+# which a text file starts with: the kind, and the command that decompresses it. Others are
+# binary files (`_is_binary`).
+_COMPRESSED = {b"\x1f\x8b": ("gzip", "gunzip"), b"\xfd7zXZ\x00": ("xz", "unxz"),
+               b"PK\x03\x04": ("zip", "unzip")}
+
+
+def _is_binary(line):
+  """Whether a line read from a vocab file holds bytes no text holds (NUL, control characters,
+  bytes that are not UTF-8): such a file is never shown on the terminal."""
+  return "\ufffd" in line or any(ord(c) < 32 and c not in "\t\r\n" for c in line)
 
 
 class _VocabShape:
@@ -160,6 +180,10 @@ class _VocabShape:
                         "line (the vocab of the data, most frequent word first; "
                         "tools/make_vocab.py writes one)")
       line_no, line = self.first_bad
+      if _is_binary(line):
+        raise DataError(f"--vocab_path={self.path}: a binary file, not a vocab file: "
+                        "--vocab_path takes the vocab of the data, 'word count' lines, most "
+                        "frequent word first (tools/make_vocab.py writes one)")
       raise DataError(
           f"{self.path}:{line_no}: not a vocab file: {self.bad} of the {self.good + self.bad} "
           f"non-blank lines read are not 'word count' lines, the first this one: {line[:80]!r}. "

@@ -1,11 +1,15 @@
 """What a new user met on a fresh clone, round three (issue 56), each case run as the user ran
 it: a command as a subprocess, with the tiny trained run and the demo corpus of the session."""
 
+import errno
+import glob
+import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 from absl import flags
@@ -149,3 +153,78 @@ def test_a_jsonl_without_a_usable_example_is_refused_before_a_model_is_built(
   assert code == 1
   assert project_error_lines(err) == [f"error: --data_path: no usable example in {path}"]
   assert built == []
+
+
+def test_a_log_root_the_demo_corpus_cannot_be_written_in_is_one_error_line(tmp_path):
+  """Without --data_path the demo corpus is generated in --log_root first: a file in the way
+  there is refused as the run directory would be."""
+  log_root = tmp_path / "runs"
+  log_root.write_text("a file, not a directory\n", encoding="utf-8")
+  code, _, err = _command(f"--log_root={log_root}", "--num_train_steps=1")
+  assert code == 1
+  assert project_error_lines(err) == [
+      f"error: cannot create the output directory {log_root} (check --log_root): File exists"]
+
+
+def _read_only(root, make, made):
+  """A stand-in for the function `make` (os.makedirs, tempfile.mkdtemp) that fails as on a
+  read-only file system when the directory it would make, `made(*args, **kwargs)`, is in
+  `root`."""
+
+  def read_only(*args, **kwargs):
+    where = os.path.abspath(made(*args, **kwargs))
+    if where.startswith(f"{root}{os.sep}") and not os.path.isdir(where):
+      raise OSError(errno.EROFS, os.strerror(errno.EROFS), where)
+    return make(*args, **kwargs)
+
+  return read_only
+
+
+@pytest.mark.parametrize("data", ["demo", "data_path"])
+def test_a_read_only_log_root_is_the_same_error_with_or_without_data_path(
+    demo_corpus, tmp_path, capsys, monkeypatch, data):
+  log_root = tmp_path / "runs"
+  log_root.mkdir()
+  monkeypatch.setattr(tempfile, "mkdtemp", _read_only(
+      log_root, tempfile.mkdtemp, lambda *_, dir=None, **__: os.path.join(dir or "", "new")))
+  monkeypatch.setattr(os, "makedirs",
+                      _read_only(log_root, os.makedirs, lambda name, *_, **__: name))
+  args = [] if data == "demo" else [f"--data_path={demo_corpus['train']}",
+                                    f"--vocab_path={demo_corpus['vocab']}", "--exp_name=run"]
+  code, _, err = run_main(capsys, f"--log_root={log_root}", "--num_train_steps=1", *args)
+  assert code == 1
+  directory = log_root / ("demo_data" if data == "demo" else "run")
+  assert project_error_lines(err) == [
+      f"error: cannot create the output directory {directory} (check --log_root): Read-only "
+      "file system"]
+  assert os.listdir(log_root) == []
+
+
+def _printable(text):
+  return all(c.isprintable() or c in "\n\t" for c in text)
+
+
+def test_a_gzip_file_as_vocab_is_named_for_what_it_is(demo_corpus, tmp_path):
+  vocab = tmp_path / "vocab.gz"
+  with open(demo_corpus["vocab"], "rb") as f, gzip.open(vocab, "wb") as out:
+    out.write(f.read())
+  code, _, err = _command(f"--data_path={demo_corpus['train']}", f"--vocab_path={vocab}",
+                          f"--log_root={tmp_path / 'runs'}", "--exp_name=run")
+  assert code == 1
+  assert project_error_lines(err) == [
+      f"error: --vocab_path={vocab}: a gzip-compressed file, not a vocab file: decompress it "
+      "(gunzip) and give the vocab file it holds"]
+  assert _printable(err) and "\\x" not in err
+  assert not (tmp_path / "runs").exists()
+
+
+def test_a_binary_file_as_vocab_is_never_shown(demo_corpus, tmp_path, capsys):
+  [chunk] = sorted(glob.glob(demo_corpus["train"]))[:1]
+  code, _, err = run_main(capsys, f"--data_path={demo_corpus['train']}", f"--vocab_path={chunk}",
+                          f"--log_root={tmp_path / 'runs'}", "--exp_name=run")
+  assert code == 1
+  assert project_error_lines(err) == [
+      f"error: --vocab_path={chunk}: a binary file, not a vocab file: --vocab_path takes the "
+      "vocab of the data, 'word count' lines, most frequent word first (tools/make_vocab.py "
+      "writes one)"]
+  assert _printable(err) and "\\x" not in err
