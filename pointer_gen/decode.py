@@ -155,12 +155,18 @@ class Summary:
 
 
 class Progress:
-  """The "Decoded k/n articles" line. The rate and ETA are measured from the end of the first
-  batch: that batch also traces and compiles the search, which would make the first ETAs far
-  too long."""
+  """The "Decoded k/n articles" line. The rate is measured from the end of the first batch:
+  that batch also traces and compiles the search, which would make the first ETAs far too long.
 
-  def __init__(self, total, clock=time.monotonic):
-    self.total, self.clock = total, clock
+  The ETA counts what is left to decode: the articles left at that rate, and the smaller shapes
+  the last searches of `num_slots` run in once no article is left to take an ended slot
+  (continuous_batching: a power of two each, compiled anew), each at the cost of compiling that
+  the first batch measured (its time beyond the rate's). Counting the articles alone, the line
+  said ETA 0s while the last ones still took seconds."""
+
+  def __init__(self, total, num_slots=1, first_done=0, clock=time.monotonic):
+    self.total, self.num_slots, self.clock = total, num_slots, clock
+    self.start, self.first_done = clock(), first_done
     self.mark = None  # (time, done) at the end of the first batch
 
   def line(self, done):
@@ -170,8 +176,16 @@ class Progress:
       return f"Decoded {done}/{self.total} articles (the first batch includes compiling)"
     seconds, articles = now - self.mark[0], done - self.mark[1]
     rate = articles / seconds if seconds > 0 else 0.0
-    eta = f"{max(self.total - done, 0) / rate:.0f}s" if rate > 0 else "?"
+    eta = f"{self._seconds_left(done, rate):.0f}s" if rate > 0 else "?"
     return f"Decoded {done}/{self.total} articles, {rate:.2f} articles/s, ETA {eta}"
+
+  def _seconds_left(self, done, rate):
+    left = max(self.total - done, 0)
+    first_batch = self.mark[1] - self.first_done
+    compiling = max(self.mark[0] - self.start - first_batch / rate, 0.0)
+    # The shapes below the searches still to run, down to 1: 16 -> 8, 4, 2, 1.
+    tail_shapes = (min(left, self.num_slots) - 1).bit_length() if left else 0
+    return left / rate + tail_shapes * compiling
 
 
 class SinglePassDecoder:
@@ -233,7 +247,7 @@ class SinglePassDecoder:
         self.hps.batch_size, self.hps.max_enc_steps)
     articles = itertools.islice(examples(dataset), max(total - done, 0))
     reads = self.hps.reads
-    progress, first_done = Progress(total), done
+    progress, first_done = Progress(total, self.hps.batch_size, done), done
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
       for example, result in decoder.decode(articles):
         if stopping.requested():

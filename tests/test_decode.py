@@ -281,7 +281,7 @@ def test_reference_ngrams_are_tokenised_as_the_article():
 
 def test_progress_eta_leaves_out_the_first_batch():
   # The first batch (5 articles) takes 30 s, most of it compiling; later batches take 2 s.
-  times = iter([30.0, 32.0, 34.0])
+  times = iter([0.0, 30.0, 32.0, 34.0])
   progress = decode.Progress(total=20, clock=lambda: next(times))
   assert progress.line(5) == "Decoded 5/20 articles (the first batch includes compiling)"
   # From the end of the first batch: 5 articles in 2 s = 2.5/s, 10 left -> 4 s (counting from
