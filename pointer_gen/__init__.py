@@ -50,7 +50,7 @@ Training:
   evaluate             `--mode=eval`: scores checkpoints on validation data, keeps the best
 Decoding and serving:
   search               the search, a package: the contract a strategy implements and its
-                       registry (`--search`), one module per strategy (beam, greedy), each
+                       registry (`--search`), one module per strategy (registry.py names them), each
                        declaring its own settings, and single-pass decode's continuous batching
   decode               `--mode=decode`: single-pass with ROUGE, or endless with attention
   attention_view       a summary's attention as decode's JSON record and as a picture (its

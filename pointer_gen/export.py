@@ -12,7 +12,7 @@ TF Serving and any TF runtime can run it without this package: tokenisation of r
 training data was prepared (`raw_text`; ptb in RE2 passes of `tf.strings.regex_replace`), of
 only as much of each article as its first max_enc_steps tokens need, the vocab lookup from the
 vocab asset, the per-article OOV list and extended ids (`data.article_features`, as decode
-mode), the compiled search (--search: the beam search, or greedy decoding) with decode mode's
+mode), the compiled search (--search: a strategy of search/registry.py) with decode mode's
 settings, and detokenisation. With
 --export_compiled_attention the attention scores come from decode's XLA kernel instead: faster,
 but only servers that run XLA can serve it.

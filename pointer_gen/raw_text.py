@@ -152,7 +152,7 @@ def _all_raw(formats):
 
 
 def _names(formats):
-  """The formats' labels (.bin, JSONL), each once, in order."""
+  """The formats' labels (as `.bin`), each once, in order."""
   return " and ".join(dict.fromkeys(f.label for f in formats))
 
 

@@ -6,6 +6,7 @@ import glob
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,9 @@ import pytest
 from pointer_gen import decode
 from pointer_gen import model as model_lib
 from pointer_gen import run
+from pointer_gen import usage
+from pointer_gen.formats import registry as formats_registry
+from pointer_gen.search import registry as search_registry
 
 from helpers import REPO
 from helpers import project_error_lines
@@ -243,3 +247,34 @@ def test_the_decode_eta_counts_the_tails_compiling():
   assert progress.line(176) == "Decoded 176/200 articles, 64.00 articles/s, ETA 15s"
   # Three searches left: shapes 2 and 1 still to come.
   assert progress.line(197) == "Decoded 197/200 articles, 64.00 articles/s, ETA 8s"
+
+
+def _listed(names, text):
+  """The sets of `names` (regular expressions; their indices) that `text` lists in parentheses
+  and nothing else: "(a, b)", "(a, b and c: ...)"."""
+  item = "|".join(f"`?(?:{name})`?" for name in names)
+  separator = r"(?:,\s+(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
+  return [{i for i, name in enumerate(names) for part in re.split(separator, match.group(1))
+           if re.fullmatch(f"`?(?:{name})`?", part)}
+          for match in re.finditer(rf"\(((?:{item})(?:{separator}(?:{item}))+)[:)]", text)]
+
+
+def test_no_text_lists_the_search_strategies_by_hand():
+  """A list of the search strategies typed in the docs, docstrings or help names them all: a
+  strategy added to the registry breaks it otherwise. The help texts that list variants are
+  made from the registries."""
+  strategies = [rf"{name.rstrip('e')}\w*" for name in search_registry.STRATEGIES]
+  texts = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+           *sorted((REPO / "pointer_gen").rglob("*.py")), *sorted((REPO / "tools").glob("*.py"))]
+  partial = [path.relative_to(REPO) for path in texts
+             for held in _listed(strategies, path.read_text(encoding="utf-8"))
+             if len(held) < len(strategies)]
+  assert partial == []
+  usage_text = usage.help_text(flags.FLAGS)
+  for name, strategy in search_registry.STRATEGIES.items():
+    sentence = search_registry.first_sentence(strategy)
+    assert sentence.endswith(".") is False and "\n" not in sentence
+    assert f"{name}: {sentence}" in " ".join(usage_text.split())
+  for data_format in formats_registry.FORMATS:
+    assert (f"{data_format.label} ({', '.join(data_format.extensions)})"
+            in flags.FLAGS["data_path"].help)

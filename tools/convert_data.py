@@ -1,5 +1,5 @@
-"""Converts examples between the data formats (pointer_gen.formats: chunked .bin, JSON
-Lines, TFRecord).
+"""Converts examples between the data formats registered in pointer_gen.formats (.bin as
+chunked files).
 
   python tools/convert_data.py --input=data/train.jsonl --output=data/chunked --to=bin
   python tools/convert_data.py --input='data/chunked/val_*.bin' --output=val.jsonl --to=jsonl

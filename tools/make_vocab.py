@@ -1,5 +1,5 @@
 """Builds a vocab file (`word count` lines, most frequent first) from data in any format
-(.bin, JSONL, TFRecord: pointer_gen.formats).
+registered in pointer_gen.formats.
 
   python tools/make_vocab.py --data_path='data/train_*.bin' --output=data/vocab
 
@@ -21,8 +21,8 @@ from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data_path", "", "Glob of the data files (.bin, JSONL, TFRecord) to count "
-                    "words in.")
+flags.DEFINE_string("data_path", "", "Glob of the data files to count words in: "
+                    f"{data_formats.extensions_help()}.")
 flags.DEFINE_enum("data_format", "auto", ("auto",) + data_formats.NAMES,
                   "Format of the input files; auto goes by the file extension.")
 flags.DEFINE_string("output", "", "Path of the vocab file to write.")

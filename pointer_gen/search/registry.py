@@ -4,8 +4,8 @@ settings written out.
 A strategy is a contract.Strategy in its own module; registering it is its line in STRATEGIES.
 Its own settings (its Options, each declared with settings.setting) are flags of the same
 names, which config.py defines from `settings` and `--help` lists under decode; one given with
-another strategy is an error naming it (check_flags). The first line of a strategy's docstring
-is its part of --search's help. The search's settings are written out here alone, for
+another strategy is an error naming it (check_flags). The first sentence of a strategy's
+docstring is its part of --search's help. The search's settings are written out here alone, for
 single-pass decode's directory name (dir_name), its metrics.json and the export's `settings`
 signature (written).
 """
@@ -45,16 +45,22 @@ def metrics_after():
 
 
 def search_help():
-  """--search's help: each strategy's name, the first line of its docstring and its flags."""
+  """--search's help: each strategy's name, the first sentence of its docstring and its
+  flags."""
 
   def described(name, strategy):
     own = ", ".join(f"--{flag}" for flag in strategy.Options.flags())
-    line = strategy.__doc__.strip().splitlines()[0].rstrip(".")
-    return f"{name}: {line}" + (f" ({own})" if own else "")
+    return f"{name}: {first_sentence(strategy)}" + (f" ({own})" if own else "")
 
   return ("The search strategy of decode (single-pass and continuous), export and eval's "
           "samples. " + "; ".join(described(*item) for item in STRATEGIES.items())
           + ". A strategy's own flags are refused with another.")
+
+
+def first_sentence(strategy):
+  """The first sentence of the strategy's docstring, on one line, without its period."""
+  paragraph = strategy.__doc__.strip().split("\n\n")[0]
+  return " ".join(paragraph.split()).split(". ")[0].rstrip(".")
 
 
 def make(hps, settings, attention=None):
