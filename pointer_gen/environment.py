@@ -1,7 +1,9 @@
 """The process's TensorFlow settings: the CPU allocator and XLA's CPU vector width, chosen when
-the package is imported, and the graph optimiser's and debugging options, which every mode sets
-before building anything."""
+the package is imported, and the graph optimiser's and debugging options and what of
+TensorFlow's own logging the run's log leaves out, which every mode sets before building
+anything."""
 
+import logging
 import os
 
 
@@ -30,6 +32,20 @@ def choose_xla_vector_width():
     os.environ["XLA_FLAGS"] = f"{flags} {XLA_VECTOR_WIDTH_FLAG}={XLA_VECTOR_WIDTH}".strip()
 
 
+class TensorFlowChatter(logging.Filter):
+  """Leaves out the INFO lines TensorFlow's Python code logs through absl, as the run's own
+  are: "Sharding callback duration" at every checkpoint save, "Function `summarize` contains
+  input name(s) ..." at every export. The run's log holds its own lines; TensorFlow's warnings
+  and errors still pass."""
+
+  def __init__(self, package_dir):
+    super().__init__()
+    self.package_dir = os.path.join(package_dir, "")
+
+  def filter(self, record):
+    return record.levelno > logging.INFO or not record.pathname.startswith(self.package_dir)
+
+
 def configure_tensorflow(debug=False):
   """Process-wide settings every mode needs; call before building anything. `debug`
   (--debug): functions run eagerly and every op's output is checked for NaN and infinity."""
@@ -44,6 +60,9 @@ def configure_tensorflow(debug=False):
   # Turning off only that optimiser keeps the others, which is faster and uses less memory than
   # disabling Grappler (docs/performance.md).
   tf.config.optimizer.set_experimental_options({"memory_optimization": False})
+  absl_logger = logging.getLogger("absl")
+  if not any(isinstance(f, TensorFlowChatter) for f in absl_logger.filters):
+    absl_logger.addFilter(TensorFlowChatter(os.path.dirname(tf.__file__)))
   if debug:
     tf.config.run_functions_eagerly(True)
     tf.debugging.enable_check_numerics()

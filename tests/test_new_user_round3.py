@@ -5,6 +5,7 @@ import errno
 import glob
 import gzip
 import json
+import logging
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import time
 
 from absl import flags
 import pytest
+from tensorflow.python.saved_model import signature_serialization
 
 from pointer_gen import decode
 from pointer_gen import model as model_lib
@@ -278,3 +280,23 @@ def test_no_text_lists_the_search_strategies_by_hand():
   for data_format in formats_registry.FORMATS:
     assert (f"{data_format.label} ({', '.join(data_format.extensions)})"
             in flags.FLAGS["data_path"].help)
+
+
+def test_tensorflows_info_lines_stay_out_of_the_runs_log(demo_corpus, tmp_path, capsys, caplog):
+  """A training saves a checkpoint (TensorFlow's "Sharding callback duration" line); an export's
+  signature logs "Function `summarize` contains input name(s) ..." the same way, from
+  TensorFlow's code through absl, which is given one here."""
+  with caplog.at_level("INFO", logger="absl"):
+    code, _, err = run_main(capsys, f"--data_path={demo_corpus['train']}",
+                            f"--vocab_path={demo_corpus['vocab']}", f"--log_root={tmp_path}",
+                            *tiny_flags(num_train_steps=1, checkpoint_secs=1000),
+                            "--verbosity=0")  # INFO, as the command logs
+    assert code == 0, err
+    absl_logger = logging.getLogger("absl")
+    for level, message in ((logging.INFO, "Function `summarize` contains input name(s) x"),
+                           (logging.WARNING, "a warning of TensorFlow's")):
+      absl_logger.handle(absl_logger.makeRecord(
+          "absl", level, signature_serialization.__file__, 1, message, (), None))
+  assert any(m.startswith("Saved checkpoint ") for m in caplog.messages), caplog.messages
+  assert not [m for m in caplog.messages if "Sharding callback" in m or "input name(s)" in m]
+  assert "a warning of TensorFlow's" in caplog.messages
