@@ -211,3 +211,26 @@ def test_command_lines_are_read_from_code_blocks_only():
   ])
   assert commands(markdown) == [("pointer_gen.run", ["--flagfile=flags/demo.cfg"]),
                                 ("tools/benchmark.py", ["--tiny"])]
+
+
+_SERVED = re.compile(r'python tools/serve_example\.py --saved_model=exports/pgen "([^"]+)"')
+_SERVED_SUMMARY = re.compile(r'`\{"summary": "([^"]+)", "log_prob": ')
+
+
+def test_the_readmes_serving_example_is_text_the_demo_model_knows(demo_corpus):
+  """The README serves the demo model one of its validation articles' first sentences (a text
+  of words outside the demo's vocab gets "the the the ..."), and the summary it shows holds
+  only words of that article and the vocab, none three times."""
+  from pointer_gen import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+  from pointer_gen.formats import data_files  # pylint: disable=g-import-not-at-top
+  from pointer_gen.formats import registry  # pylint: disable=g-import-not-at-top
+  from pointer_gen.formats import skips  # pylint: disable=g-import-not-at-top
+  readme = (REPO / "README.md").read_text()
+  [article] = _SERVED.findall(readme)
+  [summary] = _SERVED_SUMMARY.findall(readme)
+  first_sentences = {r.article.split(" . ")[0] + " ." for r in registry.read_records(
+      data_files.expand_glob(demo_corpus["val"]), "auto", skips.SkipCounter())}
+  assert article in first_sentences
+  words = set(vocab_lib.Vocab.from_file(demo_corpus["vocab"], 519).words) | set(article.split())
+  assert set(summary.split()) <= words
+  assert max(summary.split().count(w) for w in summary.split()) < 3
