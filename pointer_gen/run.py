@@ -91,6 +91,8 @@ def parse_flags(argv):
     sys.exit(0)
   try:
     return FLAGS(argv)
+  except flags.CantOpenFlagFileError as e:
+    _exit_with_error(f"--flagfile: {str(e).removeprefix('ERROR:: ')}")
   except flags.Error as e:
     # absl's "flag --mode=trian: value should be ...", written as the project's other errors.
     _exit_with_error(f"{str(e).removeprefix('flag ')} (--help lists the flags)")

@@ -124,6 +124,8 @@ def _parse_and_run(capsys, *args):
                     "out (or out of the --flagfile)"),
     (["--search=sample", "--top_p=0"], "--top_p=0.0: must be in (0, 1]"),
     (["train"], "unexpected arguments train: flags are written --name=value"),
+    (["--flagfile=/nonexistent/demo.cfg"], "--flagfile: Unable to open flagfile: [Errno 2] No "
+                                           "such file or directory: '/nonexistent/demo.cfg'"),
 ])
 def test_a_flag_error_of_any_kind_is_one_error_line(capsys, tmp_path, args, expected):
   code, err = _parse_and_run(capsys, f"--log_root={tmp_path / 'runs'}", *args)
