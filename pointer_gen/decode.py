@@ -160,9 +160,10 @@ class Progress:
 
   The ETA counts what is left to decode: the articles left at that rate, and the smaller shapes
   the last searches of `num_slots` run in once no article is left to take an ended slot
-  (continuous_batching: a power of two each, compiled anew), each at the cost of compiling that
-  the first batch measured (its time beyond the rate's). Counting the articles alone, the line
-  said ETA 0s while the last ones still took seconds."""
+  (continuous_batching: powers of two, each compiled anew). Those take together about what the
+  first batch spent compiling (its time beyond the rate's), a share of it for each shape still
+  to come. Counting the articles alone, the line said ETA 0s while the last ones still took
+  seconds."""
 
   def __init__(self, total, num_slots=1, first_done=0, clock=time.monotonic):
     self.total, self.num_slots, self.clock = total, num_slots, clock
@@ -183,9 +184,10 @@ class Progress:
     left = max(self.total - done, 0)
     first_batch = self.mark[1] - self.first_done
     compiling = max(self.mark[0] - self.start - first_batch / rate, 0.0)
-    # The shapes below the searches still to run, down to 1: 16 -> 8, 4, 2, 1.
+    # The shapes below the searches still to run, down to 1 (16 slots: 8, 4, 2, 1), of all.
     tail_shapes = (min(left, self.num_slots) - 1).bit_length() if left else 0
-    return left / rate + tail_shapes * compiling
+    all_shapes = (self.num_slots - 1).bit_length()
+    return left / rate + (compiling * tail_shapes / all_shapes if all_shapes else 0.0)
 
 
 class SinglePassDecoder:

@@ -242,15 +242,15 @@ def test_a_binary_file_as_vocab_is_never_shown(demo_corpus, tmp_path, capsys):
 def test_the_decode_eta_counts_the_tails_compiling():
   """16 slots, 200 articles; the first batch (16) ends at 4 s, each next 16 take 0.25 s: 64
   articles/s, and the first batch spent 4 - 16 / 64 = 3.75 s compiling. With 24 articles left,
-  8 wait for a slot and the last 16 searches run in shapes 8, 4, 2 and 1 in turn, each compiled:
-  24 / 64 + 4 * 3.75 s."""
+  8 wait for a slot and the last 16 searches run in shapes 8, 4, 2 and 1 in turn, each compiled,
+  about as long as the first batch compiled: 24 / 64 + 3.75 s."""
   times = iter([0.0, 4.0, 4.25, 6.5, 6.828125])
   progress = decode.Progress(total=200, num_slots=16, clock=lambda: next(times))
   assert progress.line(16) == "Decoded 16/200 articles (the first batch includes compiling)"
-  assert progress.line(32) == "Decoded 32/200 articles, 64.00 articles/s, ETA 18s"
-  assert progress.line(176) == "Decoded 176/200 articles, 64.00 articles/s, ETA 15s"
-  # Three searches left: shapes 2 and 1 still to come.
-  assert progress.line(197) == "Decoded 197/200 articles, 64.00 articles/s, ETA 8s"
+  assert progress.line(32) == "Decoded 32/200 articles, 64.00 articles/s, ETA 6s"
+  assert progress.line(176) == "Decoded 176/200 articles, 64.00 articles/s, ETA 4s"
+  # Three searches left: shapes 2 and 1 still to come, half of the four: 3 / 64 + 3.75 / 2 s.
+  assert progress.line(197) == "Decoded 197/200 articles, 64.00 articles/s, ETA 2s"
 
 
 def _listed(names, text):
