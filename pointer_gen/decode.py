@@ -226,7 +226,7 @@ class SinglePassDecoder:
       total = min(total, self.hps.max_decode_examples)
     # --batch_size searches side by side; each slot takes the next article as soon as its
     # search ends (continuous batching), and results come back in data order.
-    settings = contract.Settings.from_hparams(self.hps)
+    settings = contract.Settings.from_hparams(self.hps, vocab=self.vocab)
     decoder = continuous_batching.SlotDecoder(
         self.model,
         strategies.make(self.hps, settings, attention_lib.SearchAttention.of(self.hps, "decode")),
@@ -425,7 +425,7 @@ class CheckpointFollowingDecoder:
     index = earlier[-1][0] + 1 if earlier else 0
     source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
     search = make_search(self.model, strategies.make(
-        self.hps, contract.Settings.from_hparams(self.hps, keep_attention=True),
+        self.hps, contract.Settings.from_hparams(self.hps, keep_attention=True, vocab=self.vocab),
         attention_lib.SearchAttention.of(self.hps, "view")))
     last_load = time.time()
     for batch in dataset:

@@ -90,9 +90,10 @@ class _WordToId(tf.Module):
 
 
 class Summarizer(tf.Module):
-  """The model, its vocabulary and decode settings, with the serving signatures."""
+  """The model, its vocabulary and decode settings, with the serving signatures. vocab: the
+  vocab.Vocab of vocab_file, which a decoding control naming words reads (else not needed)."""
 
-  def __init__(self, model, vocab_file, hps, settings):
+  def __init__(self, model, vocab_file, hps, settings, vocab=None):
     super().__init__(name="pointer_gen")
     self.model = model
     self.vocab_asset = tf.saved_model.Asset(vocab_file)
@@ -101,7 +102,7 @@ class Summarizer(tf.Module):
         tf.lookup.TextFileInitializer(self.vocab_asset, tf.int64, _LINE_NUMBER, tf.string,
                                       _WHOLE_LINE),
         default_value=vocab_lib.UNK)
-    self._hps = hps
+    self._hps, self._vocab = hps, vocab
     self._settings = tuple(settings.items())
 
   # A SavedModel signature does not check the shape it is given (nor does a server): _batch
@@ -163,7 +164,8 @@ class Summarizer(tf.Module):
     max_oovs = tf.shape(oovs)[1]
     # By default each article's encoder memory shared by its hypotheses, the attention scores
     # from core ops, or from decode's XLA kernel with --export_compiled_attention.
-    settings = contract.Settings.from_hparams(hps, keep_attention=keep_attention)
+    settings = contract.Settings.from_hparams(hps, keep_attention=keep_attention,
+                                              vocab=self._vocab)
     searcher = strategies.make(hps, settings, attention_lib.SearchAttention.of(hps, "export"))
     result = searcher.search(self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext,
                              max_oovs)
@@ -269,7 +271,7 @@ def export(hps, vocab, ckpt_path, export_dir, version=None):
     with open(vocab_file, "w", encoding="utf-8") as f:
       f.write("".join(word + "\n" for word in vocab.words))
     settings = recorded_settings(hps, len(vocab), ckpt_path, step)
-    module = Summarizer(model, vocab_file, hps, settings)
+    module = Summarizer(model, vocab_file, hps, settings, vocab)
     saved = os.path.join(staging, "saved_model")
     tf.saved_model.save(serving_root(module), saved, signatures={
         "serving_default": module.summarize, "attention": module.attention,

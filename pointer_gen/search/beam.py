@@ -2,12 +2,13 @@
 beam hypotheses per step inside one tf.while_loop.
 
 Per article it reproduces the original exactly: each live hypothesis proposes its top
-2*beam_size extensions of the final distribution (only the first hypothesis at step 0, where
-all are identical); candidates are visited in order of average log-probability (ties in
-proposal order, as Python's stable sort); a [STOP] candidate becomes a result if at least
-min_dec_steps steps have passed, else it is dropped; other candidates become the new live
-hypotheses; the visit stops once beam_size live hypotheses or beam_size results exist. Search
-ends at max_dec_steps or when beam_size results exist; the winner is the result (or, with none,
+2*beam_size extensions of the final distribution after the decoding controls (controls/; only
+the first hypothesis at step 0, where all are identical); candidates are visited in order of
+average log-probability (ties in proposal order, as Python's stable sort); a [STOP] candidate
+becomes a result (the minimum length control gives a [STOP] before min_dec_steps probability 0:
+never proposed, as the original drops it), other candidates become the new live hypotheses; the
+visit stops once beam_size live hypotheses or beam_size results exist. Search ends at
+max_dec_steps or when beam_size results exist; the winner is the result (or, with none,
 the live hypothesis) of best average log-probability.
 
 `BeamSearch` is a search strategy (the contract in contract.py): every article keeps its own
@@ -21,13 +22,11 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from pointer_gen import layers
 from pointer_gen import precision
 from pointer_gen import settings as settings_lib
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.search import contract
-from pointer_gen.search.distribution import top_k
-from pointer_gen.search.distribution import top_of_final_distribution
+from pointer_gen.search.controls import base as controls_base
 
 
 def _gather_beams(tensor, indices):
@@ -53,28 +52,6 @@ def _score(log_prob_sum, num_tokens, length_penalty_alpha):
   if length_penalty_alpha is None:
     return log_prob_sum / num_tokens
   return log_prob_sum / ((5.0 + num_tokens - 1.0) / 6.0) ** length_penalty_alpha
-
-
-def _block_repeats(dist, tokens, step, n):
-  """Zeroes the probability of every token that would repeat an n-gram of its hypothesis.
-
-  dist [M, W]; tokens [M, T] generated so far (valid before each row's `step` [M]) -> [M, W].
-  """
-  total = tokens.shape[1]
-  if total is None or total < n:
-    return dist
-  starts = total - n + 1
-  # An earlier n-gram starting at j is complete before this step if j + n - 1 <= step - 1.
-  match = tf.range(starts)[None, :] <= (step - n)[:, None]  # [M, J]
-  for i in range(n - 1):
-    # [M]: the (n-1)-token prefix
-    recent = tf.gather(tokens, tf.maximum(step - n + 1 + i, 0), batch_dims=1)
-    match &= tf.equal(tokens[:, i:starts + i], recent[:, None])  # [M, J]
-  banned = tokens[:, n - 1:]  # [M, J]: the token that completed each earlier n-gram
-  rows = tf.tile(tf.range(tf.shape(tokens)[0])[:, None], [1, starts])  # [M, J]
-  where = tf.where(match)  # [P, 2]
-  indices = tf.stack([tf.gather_nd(rows, where), tf.gather_nd(banned, where)], axis=1)
-  return tf.tensor_scatter_nd_update(dist, indices, tf.zeros([tf.shape(where)[0]], dist.dtype))
 
 
 class Hypotheses(NamedTuple):
@@ -122,13 +99,10 @@ class Visit(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class BeamSettings(contract.StrategySettings):
-  """Beam search's own settings, each its flag. The extras, block_ngram_repeat and
-  length_penalty_alpha, are off by default, so that summaries are the original's."""
+  """Beam search's own settings, each its flag. The extra, length_penalty_alpha, is off by
+  default, so that summaries are the original's."""
   beam_size: int = settings_lib.setting(4, "Beam size for beam-search decoding.",
                                         settings_lib.positive, metrics_after="search")
-  block_ngram_repeat: int = settings_lib.setting(
-      0, "Beam search extra, off by default: forbid a summary to repeat any of its n-grams of "
-      "this length.", settings_lib.at_least(0), metrics_after="rouge_tokenizer")
   length_penalty_alpha: float | None = settings_lib.setting(
       None, "Beam search extra, off by default (the original ranks by average "
       "log-probability): rank by log-prob / ((5 + length) / 6) ** alpha (GNMT).",
@@ -138,7 +112,7 @@ class BeamSettings(contract.StrategySettings):
     alpha = self.length_penalty_alpha
     if not constants:
       return dataclasses.asdict(self)
-    return {"beam_size": self.beam_size, "block_ngram_repeat": self.block_ngram_repeat,
+    return {"beam_size": self.beam_size,
             # Named so that "off" needs no sentinel value: the original ranks by average
             # log-prob.
             "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
@@ -148,10 +122,8 @@ class BeamSettings(contract.StrategySettings):
     return f"{self.beam_size}{name}"
 
   def dir_suffix(self):
-    suffix = f"_block{self.block_ngram_repeat}gram" if self.block_ngram_repeat else ""
-    if self.length_penalty_alpha is not None:
-      suffix += f"_lp{self.length_penalty_alpha:g}"
-    return suffix
+    alpha = self.length_penalty_alpha
+    return "" if alpha is None else f"_lp{alpha:g}"
 
 
 class BeamSearch(contract.Strategy):
@@ -236,25 +208,19 @@ class BeamSearch(contract.Strategy):
     k, settings, options = self.rows, self.settings, self.options
     live, step = state.hypotheses.live, state.step
     articles = tf.shape(step)[0]
-    if options.block_ngram_repeat:
-      # Blocking zeroes ids anywhere in the distribution: it needs the whole of it.
-      vocab_probs = tf.nn.softmax(vocab_logits)  # [N*K, V]
-      dist = vocab_probs if p_gen is None else layers.final_distribution(
-          vocab_probs, attn, p_gen, memory["ext_ids"], max_oovs)  # [N*K, V(+N)]
-      dist = _block_repeats(dist, _merge(live.tokens), tf.repeat(step, k),
-                            options.block_ngram_repeat)
-      top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
-    else:
-      top_probs, top_ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory,
-                                                     2 * k)  # [N*K, 2K]
+    view = controls_base.View(tf.repeat(step, k), _merge(live.tokens))  # [N*K], [N*K, T]
+    top_probs, top_ids = self.candidates(vocab_logits, attn, p_gen, memory, view, 2 * k,
+                                         max_oovs)  # [N*K, 2K]
     dtype = live.log_prob.dtype
     if p_gen is None:
       p_gen = tf.ones([tf.shape(vocab_logits)[0]], dtype)  # [N*K]
     log_prob = live.log_prob[:, :, None] + _split(tf.math.log(top_probs), articles,
                                                   k)  # [N, K, 2K]
-    # At step 0 every hypothesis is the same [START]: only the first one proposes.
+    # At step 0 every hypothesis is the same [START]: only the first one proposes. A token a
+    # control zeroed is never proposed.
     proposed = (step > 0)[:, None] | (tf.range(k) == 0)[None, :]  # [N, K]
-    proposed = tf.broadcast_to(proposed[:, :, None], tf.shape(log_prob))  # [N, K, 2K]
+    proposed = (tf.broadcast_to(proposed[:, :, None], tf.shape(log_prob))
+                & (_split(top_probs, articles, k) > 0))  # [N, K, 2K]
     score = tf.where(proposed,
                      _score(log_prob, step[:, None, None] + 2, options.length_penalty_alpha),
                      float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
@@ -264,8 +230,8 @@ class BeamSearch(contract.Strategy):
 
   def _visit(self, proposals, step, num_done):
     """The candidates visited in order of score, ties in proposal order (as the original's
-    stable sort): a [STOP] candidate becomes a result if at least min_dec_steps steps have
-    passed, else it is dropped; any other becomes a live hypothesis; the visit stops once K live
+    stable sort): a [STOP] candidate becomes a result (none is proposed before min_dec_steps:
+    the minimum length control), any other a live hypothesis; the visit stops once K live
     hypotheses or K results exist."""
     k = self.rows
     articles, candidates = tf.shape(step)[0], 2 * k * k
@@ -276,7 +242,7 @@ class BeamSearch(contract.Strategy):
         proposals)  # [N, C] each
     is_stop = tf.equal(ordered.ids, vocab_lib.STOP_ID)
     is_live = tf.logical_not(is_stop) & ordered.proposed
-    accept_stop = is_stop & ordered.proposed & (step >= self.settings.min_dec_steps)[:, None]
+    accept_stop = is_stop & ordered.proposed
     live_count = tf.cumsum(tf.cast(is_live, tf.int32), axis=1)  # [N, C]
     done_count = num_done[:, None] + tf.cumsum(tf.cast(accept_stop, tf.int32), axis=1)
     # The visit stops right after the candidate that fills the beam or the results.
