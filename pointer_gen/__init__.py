@@ -52,6 +52,8 @@ Decoding and serving:
   search               the search, a package: the contract a strategy implements and its
                        registry (`--search`), one module per strategy (beam, greedy), each
                        declaring its own settings, and single-pass decode's continuous batching
+  reference_scores     `--score_references`: the model's score of each reference summary, as
+                       training's loss
   decode               `--mode=decode`: single-pass with ROUGE, or endless with attention
   attention_view       a summary's attention as decode's JSON record and as a picture (its
                        text in Pillow's bundled font)

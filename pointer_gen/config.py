@@ -62,6 +62,10 @@ def define_flags():
                 search_registry.search_help())
   settings.define_flags(search_registry.settings())  # each strategy's own, as declared
   settings.define_flags(controls_registry.settings())  # each decoding control's, as declared
+  f.DEFINE_boolean("score_references", False, "With --mode=decode --single_pass: instead of "
+                   "decoding, score each reference summary under the model (log-likelihood, "
+                   "token NLL, coverage loss, copy share) into scores_<...>/scores.jsonl with "
+                   "the corpus means in scores.json.")
   f.DEFINE_integer("vocab_size", 50000, "Vocab entries read from the file, the 4 specials "
                    "included; 0 reads the whole file.")
   f.DEFINE_boolean("allow_unknown_words", False, "Train even when over half of the first "
@@ -194,6 +198,7 @@ class _Flags:
   max_enc_steps: int = 400
   max_dec_steps: int = 100
   search: str = search_registry.DEFAULT
+  score_references: bool = False
   vocab_size: int = 50000
   allow_unknown_words: bool = False
   lr: float = 0.15
@@ -269,6 +274,8 @@ class _Flags:
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
                       f"--max_dec_steps={self.max_dec_steps}")
     search_registry.check(self)  # a DataError naming --search or the strategy's flag
+    if self.score_references and not (self.mode == "decode" and self.single_pass):
+      raise DataError("--score_references: applies only with --mode=decode --single_pass")
     if self.first_step_context not in FIRST_STEP_CONTEXTS:
       raise DataError(f"--first_step_context={self.first_step_context}: expected one of "
                       f"{', '.join(FIRST_STEP_CONTEXTS)}")

@@ -94,7 +94,8 @@ def test_greedy_decodes_single_pass_as_beam_size_one(tmp_path):
   assert greedy_dir == "decode_val_jsonl_10maxenc_greedy_2mindec_6maxdec_ckpt-0"
   assert beam_dir == "decode_val_jsonl_10maxenc_1beam_2mindec_6maxdec_ckpt-0"
   assert greedy_flags["search"] == "greedy" and "search" not in beam_flags
-  beam_only = {"beam_size": 1, "length_penalty_alpha": None}
+  beam_only = {"beam_size": 1, "length_penalty_alpha": None, "coverage_penalty": "none",
+               "coverage_penalty_beta": 0.0, "n_best": 1}
   assert {k: beam_flags.pop(k) for k in beam_only} == beam_only
   assert not set(beam_only) & set(greedy_flags)
   del greedy_flags["search"]
@@ -145,14 +146,16 @@ def test_settings_are_the_decode_flags():
 
 def test_search_settings_written_out_name_the_strategy():
   hps = config.HParams(beam_size=5, max_dec_steps=90, min_dec_steps=30)
+  beam_extras = {"coverage_penalty": "none", "coverage_penalty_beta": 0.0, "n_best": 1}
   controls_off = {"block_ngram_repeat": 0, "ignore_when_blocking": "", "ban_unk": False,
                   "repetition_penalty": 1.0}
   assert strategies.written(hps) == {
       "min_dec_steps": 30, "max_dec_steps": 90, "beam_size": 5,
-      "length_penalty_alpha": None, "first_step_context": "original", **controls_off}
+      "length_penalty_alpha": None, **beam_extras, "first_step_context": "original",
+      **controls_off}
   assert strategies.written(hps.replace(length_penalty_alpha=0.6), constants=True) == {
       "search": "beam", "min_dec_steps": 30, "max_dec_steps": 90, "beam_size": 5,
-      "ranking": "gnmt_length_penalty", "length_penalty_alpha": 0.6,
+      "ranking": "gnmt_length_penalty", "length_penalty_alpha": 0.6, **beam_extras,
       "first_step_context": "original", **controls_off}
   greedy = hps.replace(search="greedy", first_step_context="zeros")
   for constants in (False, True):
