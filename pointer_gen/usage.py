@@ -23,8 +23,8 @@ MODE_GROUPS = (
     ("Decode (--mode=decode)", (
         "search", *(name for name, *_ in search_registry.settings()),
         *(name for name, *_ in controls_registry.settings()),
-        "score_references", "max_decode_examples", "max_attn_vis_files", "decode_dir", "first_step_context",
-        "rouge_tokenizer", "compiled_attention")),
+        "score_references", "max_decode_examples", "max_attn_vis_files", "decode_dir",
+        "first_step_context", "rouge_tokenizer", "compiled_attention")),
     ("Export (--mode=export)", ("export_dir", "export_source", "export_version",
                                 "export_compiled_attention")),
     ("Distribute (--mode=train on several devices)", ("strategy", "tpu")),

@@ -49,8 +49,8 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 from pointer_gen import attention as attention_lib
-from pointer_gen import settings
 from pointer_gen import layers
+from pointer_gen import settings
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.search.controls import registry as controls_registry
 from pointer_gen.search.distribution import top_k

@@ -3,10 +3,11 @@ distribution (after the decoding controls: controls/).
 
 A step's draw, as Hugging Face's `generate(do_sample=True)` orders it: the final distribution
 (p_gen * P_vocab + (1 - p_gen) * attention, article words included; controlled) raised to
-1/--temperature and renormalised (the softmax of its log-probabilities / temperature), cut to its --top_k most
-probable tokens (0: no cut), then to the fewest most probable whose renormalised probabilities
-sum to at least --top_p (1: no cut), renormalised again. With --top_k=1, or a temperature near
-zero, it is greedy decoding (greedy.py), whose steps it shares: only `choose` differs.
+1/--temperature and renormalised (the softmax of its log-probabilities / temperature), cut to
+its --top_k most probable tokens (0: no cut), then to the fewest most probable whose
+renormalised probabilities sum to at least --top_p (1: no cut), renormalised again. With
+--top_k=1, or a temperature near zero, it is greedy decoding (greedy.py), whose steps it
+shares: only `choose` differs.
 
 The draw is keyed by --sample_seed, the article and the step, never by the slot or the batch:
 its uniform number is a fingerprint (FarmHash, tf.fingerprint) of (seed, article key, step), the
