@@ -51,7 +51,8 @@ Training:
 Decoding and serving:
   search               the search, a package: the contract a strategy implements and its
                        registry (`--search`), one module per strategy (beam, greedy), each
-                       declaring its own settings, and single-pass decode's continuous batching
+                       declaring its own settings, single-pass decode's continuous batching and
+                       the decoding controls every strategy applies (`search/controls/`)
   reference_scores     `--score_references`: the model's score of each reference summary, as
                        training's loss
   decode               `--mode=decode`: single-pass with ROUGE, or endless with attention
