@@ -50,8 +50,11 @@ Training:
   evaluate             `--mode=eval`: scores checkpoints on validation data, keeps the best
 Decoding and serving:
   search               the search, a package: the contract a strategy implements and its
-                       registry (`--search`), one module per strategy (registry.py names them), each
-                       declaring its own settings, and single-pass decode's continuous batching
+                       registry (`--search`), one module per strategy (registry.py names them) each
+                       declaring its own settings, single-pass decode's continuous batching and
+                       the decoding controls every strategy applies (`search/controls/`)
+  reference_scores     `--score_references`: the model's score of each reference summary, as
+                       training's loss
   decode               `--mode=decode`: single-pass with ROUGE, or endless with attention
   attention_view       a summary's attention as decode's JSON record and as a picture (its
                        text in Pillow's bundled font)

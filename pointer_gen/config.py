@@ -12,6 +12,7 @@ from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as formats_registry
 from pointer_gen.precision import PRECISIONS
 from pointer_gen.search import registry as search_registry
+from pointer_gen.search.controls import registry as controls_registry
 from pointer_gen.search.contract import FIRST_STEP_CONTEXTS
 from pointer_gen.text import TOKENIZERS
 
@@ -60,8 +61,11 @@ def define_flags():
   f.DEFINE_enum("search", search_registry.DEFAULT, list(search_registry.STRATEGIES),
                 search_registry.search_help())
   settings.define_flags(search_registry.settings())  # each strategy's own, as declared
-  f.DEFINE_integer("min_dec_steps", 35, "Minimum generated length when decoding (every "
-                   "--search): [STOP] is not taken before this step.")
+  settings.define_flags(controls_registry.settings())  # each decoding control's, as declared
+  f.DEFINE_boolean("score_references", False, "With --mode=decode --single_pass: instead of "
+                   "decoding, score each reference summary under the model (log-likelihood, "
+                   "token NLL, coverage loss, copy share) into scores_<...>/scores.jsonl with "
+                   "the corpus means in scores.json.")
   f.DEFINE_integer("vocab_size", 50000, "Vocab entries read from the file, the 4 specials "
                    "included; 0 reads the whole file.")
   f.DEFINE_boolean("allow_unknown_words", False, "Train even when over half of the first "
@@ -194,7 +198,7 @@ class _Flags:
   max_enc_steps: int = 400
   max_dec_steps: int = 100
   search: str = search_registry.DEFAULT
-  min_dec_steps: int = 35
+  score_references: bool = False
   vocab_size: int = 50000
   allow_unknown_words: bool = False
   lr: float = 0.15
@@ -270,6 +274,8 @@ class _Flags:
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
                       f"--max_dec_steps={self.max_dec_steps}")
     search_registry.check(self)  # a DataError naming --search or the strategy's flag
+    if self.score_references and not (self.mode == "decode" and self.single_pass):
+      raise DataError("--score_references: applies only with --mode=decode --single_pass")
     if self.first_step_context not in FIRST_STEP_CONTEXTS:
       raise DataError(f"--first_step_context={self.first_step_context}: expected one of "
                       f"{', '.join(FIRST_STEP_CONTEXTS)}")
@@ -313,11 +319,12 @@ class _Flags:
 
 
 # Everything the library needs, so that no module below the entry point reads FLAGS: _Flags and
-# the data formats' and search strategies' own settings, as they declare them
-# (formats/registry.py, search/registry.py).
+# the data formats', search strategies' and decoding controls' own settings, as they declare
+# them (formats/registry.py, search/registry.py, search/controls/registry.py).
 HParams = dataclasses.make_dataclass(
     "HParams", [(name, kind if default is not None else kind | None,
                  dataclasses.field(default=default))
                 for name, kind, default, _ in (*formats_registry.settings(),
-                                               *search_registry.settings())],
+                                               *search_registry.settings(),
+                                               *controls_registry.settings())],
     bases=(_Flags,), frozen=True, namespace={"__module__": __name__})

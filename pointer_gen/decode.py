@@ -20,6 +20,7 @@ from pointer_gen import data
 from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
+from pointer_gen import reference_scores
 from pointer_gen import stopping
 from pointer_gen import tensorboard_log
 from pointer_gen import text
@@ -33,6 +34,8 @@ from pointer_gen.search import registry as strategies
 
 RELOAD_SECS = 60
 _PER_EXAMPLE = "per_example.jsonl"
+# With --n_best > 1: each article's n best summaries, a line an article (docs/decoding.md).
+_N_BEST = "n_best.jsonl"
 # The order of metrics.json's "flags": the search's settings (strategies.written) stand where a
 # beam decode's file has always had them, so that it stays the same byte for byte; a strategy's
 # own settings go where they declare (their metrics_after), else last.
@@ -132,6 +135,23 @@ def _removed_if_failed_unwritten(directory, wrote):
     raise
 
 
+def summary_words(vocab, tokens, length, oovs):
+  """The words of a summary's first `length` tokens (extended ids), up to its [STOP]."""
+  words = vocab.outputids2words([int(i) for i in tokens[:length]], oovs)
+  return words[:words.index(vocab_lib.STOP)] if vocab_lib.STOP in words else words
+
+
+def n_best_line(vocab, result, example, index):
+  """n_best.jsonl's line of example `index`: its summaries in rank order (the search's
+  n_best_* results), each with its score and log_prob."""
+  ranked = zip(result["n_best_tokens"], result["n_best_length"], result["n_best_score"],
+               result["n_best_log_prob"])
+  return {"index": index, "n_best": [
+      {"summary": " ".join(summary_words(vocab, tokens, int(length), example["article_oovs"])),
+       "score": float(score), "log_prob": float(log_prob)}
+      for tokens, length, score, log_prob in ranked]}
+
+
 class Summary:
   """One decoded example, as words: the search's `result` for the article `example`, whose
   data `reads` (tokenizer, lowercase) make the reference's tokens."""
@@ -139,10 +159,7 @@ class Summary:
   def __init__(self, vocab, result, example, reads):
     oovs = example["article_oovs"]
     length = int(result["length"])
-    ids = [int(i) for i in result["tokens"][:length]]
-    words = vocab.outputids2words(ids, oovs)
-    if vocab_lib.STOP in words:
-      words = words[:words.index(vocab_lib.STOP)]
+    words = summary_words(vocab, result["tokens"], length, oovs)
     self.words = words
     self.oovs = set(oovs)
     self.num_steps = length
@@ -242,7 +259,7 @@ class SinglePassDecoder:
       total = min(total, self.hps.max_decode_examples)
     # --batch_size searches side by side; each slot takes the next article as soon as its
     # search ends (continuous batching), and results come back in data order.
-    settings = contract.Settings.from_hparams(self.hps)
+    settings = contract.Settings.from_hparams(self.hps, vocab=self.vocab)
     decoder = continuous_batching.SlotDecoder(
         self.model,
         strategies.make(self.hps, settings, attention_lib.SearchAttention.of(self.hps, "decode")),
@@ -250,6 +267,8 @@ class SinglePassDecoder:
     articles = itertools.islice(examples(dataset), max(total - done, 0))
     reads = self.hps.reads
     progress, first_done = Progress(total, self.hps.batch_size, done), done
+    n_best = (_kept_lines(os.path.join(self.dir, _N_BEST), done) if self.hps.n_best > 1
+              else None)
     with open(os.path.join(self.dir, _PER_EXAMPLE), "a", encoding="utf-8") as log:
       for example, result in decoder.decode(articles):
         if stopping.requested():
@@ -263,11 +282,17 @@ class SinglePassDecoder:
           log.write(json.dumps({"index": done, "p_gen_mean": float(np.mean(summary.p_gens)),
                                 "steps": summary.num_steps}) + "\n")
           log.flush()
+          if n_best:
+            n_best.write(json.dumps(n_best_line(self.vocab, result, example, done),
+                                    ensure_ascii=False) + "\n")
+            n_best.flush()
           self._write_example(done, summary)
         per_example.append(float(np.mean(summary.p_gens)))
         done += 1
         if (done - first_done) % self.hps.batch_size == 0 or done == total:
           logging.info("%s", progress.line(done))
+    if n_best:
+      n_best.close()
     if done < total and stopping.requested():
       return None  # the same command resumes after the `done` examples written
     source.raise_if_failed()
@@ -345,6 +370,22 @@ class SinglePassDecoder:
         break
       articles.append(article)
     return articles
+
+
+def _kept_lines(path, done):
+  """`path` (JSON lines by "index") opened to append, holding the lines of the `done` examples
+  already decoded alone (a killed run's surplus line dropped)."""
+  kept = []
+  if os.path.exists(path):
+    with open(path, encoding="utf-8") as f:
+      for line in f:
+        try:
+          if json.loads(line)["index"] < done:
+            kept.append(line if line.endswith("\n") else line + "\n")
+        except json.JSONDecodeError:
+          continue  # the last line of a killed run may be cut short
+  files.write_text_atomic(path, "".join(kept))
+  return open(path, "a", encoding="utf-8")  # pylint: disable=consider-using-with
 
 
 def _flags(hps):
@@ -441,7 +482,7 @@ class CheckpointFollowingDecoder:
     index = earlier[-1][0] + 1 if earlier else 0
     source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
     search = make_search(self.model, strategies.make(
-        self.hps, contract.Settings.from_hparams(self.hps, keep_attention=True),
+        self.hps, contract.Settings.from_hparams(self.hps, keep_attention=True, vocab=self.vocab),
         attention_lib.SearchAttention.of(self.hps, "view")))
     last_load = time.time()
     for batch in dataset:
@@ -497,6 +538,11 @@ def run(hps, vocab):
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   checkpoints.restore_weights(model, ckpt_path)
+  if hps.score_references:
+    directory = os.path.join(hps.run_dir, hps.decode_dir or (
+        "scores_" + decode_dir_name(hps, ckpt_path).removeprefix("decode_")))
+    with stopping.until_stopped():
+      return reference_scores.run(hps, vocab, model, ckpt_path, directory)
   decoder_class = SinglePassDecoder if hps.single_pass else CheckpointFollowingDecoder
   with stopping.until_stopped():
     return decoder_class(hps, vocab, model, ckpt_path).run()

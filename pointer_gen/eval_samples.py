@@ -97,7 +97,7 @@ class Samples:
     self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
                      for e in self.examples]
     self.search = decode.make_search(model, strategies.make(
-        hps, contract.Settings.from_hparams(hps, keep_attention=True),
+        hps, contract.Settings.from_hparams(hps, keep_attention=True, vocab=vocab),
         attention_lib.SearchAttention.of(hps, "view")))
     logging.info("Eval samples: the first %d articles of %s, decoded at each checkpoint.",
                  len(self.batches), hps.data_path)

@@ -89,10 +89,16 @@ class _WordToId(tf.Module):
     return tf.cast(self.table.lookup(words), tf.int32)
 
 
-class Summarizer(tf.Module):
-  """The model, its vocabulary and decode settings, with the serving signatures."""
+# The outputs of an export with --n_best > 1: each article's n best summaries [B, n] in rank
+# order and their scores and log-probabilities.
+N_BEST = ("n_best_summaries", "n_best_scores", "n_best_log_probs")
 
-  def __init__(self, model, vocab_file, hps, settings):
+
+class Summarizer(tf.Module):
+  """The model, its vocabulary and decode settings, with the serving signatures. vocab: the
+  vocab.Vocab of vocab_file, which a decoding control naming words reads (else not needed)."""
+
+  def __init__(self, model, vocab_file, hps, settings, vocab=None):
     super().__init__(name="pointer_gen")
     self.model = model
     self.vocab_asset = tf.saved_model.Asset(vocab_file)
@@ -101,7 +107,7 @@ class Summarizer(tf.Module):
         tf.lookup.TextFileInitializer(self.vocab_asset, tf.int64, _LINE_NUMBER, tf.string,
                                       _WHOLE_LINE),
         default_value=vocab_lib.UNK)
-    self._hps = hps
+    self._hps, self._vocab = hps, vocab
     self._settings = tuple(settings.items())
 
   # A SavedModel signature does not check the shape it is given (nor does a server): _batch
@@ -109,7 +115,8 @@ class Summarizer(tf.Module):
   @tf.function(autograph=False, input_signature=[ARTICLE_SPEC])
   def summarize(self, article):
     outputs = self._summarize(article, keep_attention=False)
-    return {k: outputs[k] for k in ("summary", "tokens", "log_prob", "p_gen_mean")}
+    return {k: outputs[k] for k in ("summary", "tokens", "log_prob", "p_gen_mean", *N_BEST)
+            if k in outputs}
 
   @tf.function(autograph=False, input_signature=[ARTICLE_SPEC])
   def attention(self, article):
@@ -141,9 +148,31 @@ class Summarizer(tf.Module):
     with tf.control_dependencies([check]):
       return tf.identity(article)
 
+  def _words(self, ids, length, has_text, oovs):
+    """Summaries of their extended ids [B, T] ([STOP] included if generated, [PAD] after),
+    tokens generated `length` [B], of the articles `has_text` [B] with OOV lists oovs [B, N]:
+    generated [B, T], is_word [B, T] (a prefix of each row), the words [B, T] ("" after) and
+    the summary strings [B]."""
+    vocab_size = self.model.vocab_size
+    max_oovs = tf.shape(oovs)[1]
+    generated = tf.range(tf.shape(ids)[1])[None, :] < length[:, None]  # [B, T]
+    before_stop = tf.equal(tf.cumsum(tf.cast(tf.equal(ids, vocab_lib.STOP_ID), tf.int32),
+                                     axis=1), 0)  # [B, T]
+    is_word = generated & before_stop & has_text[:, None]  # [B, T], a prefix of each row
+    in_vocab = self.id_to_word.lookup(tf.cast(ids, tf.int64))  # [B, T]
+    # In-vocab ids gather (and discard) column 0: an extra "" column makes it exist even when
+    # no article of the batch has OOVs.
+    oov_table = tf.pad(oovs, [[0, 0], [0, 1]])  # [B, N+1]
+    copied = tf.gather(oov_table, tf.clip_by_value(ids - vocab_size, 0, max_oovs),
+                       batch_dims=1)  # [B, T]
+    tokens = tf.where(is_word, tf.where(ids < vocab_size, in_vocab, copied), "")  # [B, T]
+    num_words = tf.reduce_sum(tf.cast(is_word, tf.int32), axis=1)  # [B]
+    summary = tf.strings.reduce_join(tf.RaggedTensor.from_tensor(tokens, lengths=num_words),
+                                     axis=1, separator=" ")  # [B]
+    return generated, is_word, tokens, summary
+
   def _summarize(self, article, keep_attention):
     hps = self._hps
-    vocab_size = self.model.vocab_size
     article = self._batch(article)  # [B]
     ragged = {name: tf.RaggedTensorSpec([None], dtype, ragged_rank=0)
               for name, dtype in (("article_tokens", tf.string), ("enc_input", tf.int32),
@@ -163,26 +192,14 @@ class Summarizer(tf.Module):
     max_oovs = tf.shape(oovs)[1]
     # By default each article's encoder memory shared by its hypotheses, the attention scores
     # from core ops, or from decode's XLA kernel with --export_compiled_attention.
-    settings = contract.Settings.from_hparams(hps, keep_attention=keep_attention)
+    settings = contract.Settings.from_hparams(hps, keep_attention=keep_attention,
+                                              vocab=self._vocab)
     searcher = strategies.make(hps, settings, attention_lib.SearchAttention.of(hps, "export"))
     result = searcher.search(self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext,
                              max_oovs)
 
-    ids = result["tokens"]  # [B, T] extended ids, [STOP] included if generated, [PAD] after
-    generated = tf.range(hps.max_dec_steps)[None, :] < result["length"][:, None]  # [B, T]
-    before_stop = tf.equal(tf.cumsum(tf.cast(tf.equal(ids, vocab_lib.STOP_ID), tf.int32),
-                                     axis=1), 0)  # [B, T]
-    is_word = generated & before_stop & has_text[:, None]  # [B, T], a prefix of each row
-    in_vocab = self.id_to_word.lookup(tf.cast(ids, tf.int64))  # [B, T]
-    # In-vocab ids gather (and discard) column 0: an extra "" column makes it exist even when
-    # no article of the batch has OOVs.
-    oov_table = tf.pad(oovs, [[0, 0], [0, 1]])  # [B, N+1]
-    copied = tf.gather(oov_table, tf.clip_by_value(ids - vocab_size, 0, max_oovs),
-                       batch_dims=1)  # [B, T]
-    tokens = tf.where(is_word, tf.where(ids < vocab_size, in_vocab, copied), "")  # [B, T]
-    num_words = tf.reduce_sum(tf.cast(is_word, tf.int32), axis=1)  # [B]
-    summary = tf.strings.reduce_join(tf.RaggedTensor.from_tensor(tokens, lengths=num_words),
-                                     axis=1, separator=" ")  # [B]
+    generated, is_word, tokens, summary = self._words(result["tokens"], result["length"],
+                                                      has_text, oovs)
 
     dtype = result["p_gens"].dtype
     steps_p_gen = tf.reduce_sum(tf.where(generated, result["p_gens"], 0.0), axis=1)  # [B]
@@ -193,6 +210,15 @@ class Summarizer(tf.Module):
         "log_prob": tf.where(has_text, result["log_prob"], 0.0),
         "p_gen_mean": tf.where(has_text, p_gen_mean, 0.0),
     }
+    if "n_best_tokens" in result:
+      ranks = tf.shape(result["n_best_tokens"])[1]
+      _, _, _, ranked = self._words(
+          tf.reshape(result["n_best_tokens"], [batch * ranks, -1]),
+          tf.reshape(result["n_best_length"], [-1]), tf.repeat(has_text, ranks),
+          tf.repeat(oovs, ranks, axis=0))  # [B*n]
+      outputs["n_best_summaries"] = tf.reshape(ranked, [batch, ranks])
+      for name in ("score", "log_prob"):
+        outputs[f"n_best_{name}s"] = tf.where(has_text[:, None], result[f"n_best_{name}"], 0.0)
     if keep_attention:
       word_mask = tf.cast(is_word, dtype)  # [B, T]
       outputs["attn_dists"] = result["attn"] * word_mask[:, :, None]  # [B, T, L]
@@ -269,7 +295,7 @@ def export(hps, vocab, ckpt_path, export_dir, version=None):
     with open(vocab_file, "w", encoding="utf-8") as f:
       f.write("".join(word + "\n" for word in vocab.words))
     settings = recorded_settings(hps, len(vocab), ckpt_path, step)
-    module = Summarizer(model, vocab_file, hps, settings)
+    module = Summarizer(model, vocab_file, hps, settings, vocab)
     saved = os.path.join(staging, "saved_model")
     tf.saved_model.save(serving_root(module), saved, signatures={
         "serving_default": module.summarize, "attention": module.attention,

@@ -42,19 +42,23 @@ def _generated_probs(outputs, target, vocab_size):
   return generated * tf.cast(in_vocab, generated.dtype)
 
 
-def gold_probs(outputs, target, enc_input_ext, vocab_size):
-  """P(target_t) without materialising the [B, T, V + N] distribution: the vocabulary part
-  p_gen * P_vocab[w] (w < V) plus the copy part (1 - p_gen) * sum of attention on w.
-
-  Returns [B, T].
-  """
+def gold_parts(outputs, target, enc_input_ext, vocab_size):
+  """P(target_t)'s two parts without materialising the [B, T, V + N] distribution: the
+  vocabulary part p_gen * P_vocab[w] (w < V) and the copy part (1 - p_gen) * sum of attention
+  on w (None without copying). Returns [B, T] each."""
   generated = _generated_probs(outputs, target, vocab_size)  # [B, T]
   if "p_gen" not in outputs:
-    return generated
+    return generated, None
   p_gen = outputs["p_gen"]  # [B, T]
   on_target = tf.equal(enc_input_ext[:, None, :], target[:, :, None])  # [B, T, L]
   copied = tf.reduce_sum(outputs["attn"] * tf.cast(on_target, generated.dtype), axis=2)  # [B, T]
-  return p_gen * generated + (1.0 - p_gen) * copied
+  return p_gen * generated, (1.0 - p_gen) * copied
+
+
+def gold_probs(outputs, target, enc_input_ext, vocab_size):
+  """P(target_t) (gold_parts summed): [B, T]."""
+  generated, copied = gold_parts(outputs, target, enc_input_ext, vocab_size)
+  return generated if copied is None else generated + copied
 
 
 def coverage_loss_per_step(attn):

@@ -5,6 +5,7 @@ config.py defines them), so it would print nothing but "Try --helpfull"."""
 from absl import flags
 
 from pointer_gen.search import registry as search_registry
+from pointer_gen.search.controls import registry as controls_registry
 
 HELP_ARGS = ("--help", "-help", "--helpshort", "-h", "-?", "--?")
 
@@ -20,9 +21,10 @@ MODE_GROUPS = (
         "eval_batches_per_checkpoint", "eval_max_checkpoints", "eval_poll_secs",
         "eval_samples")),
     ("Decode (--mode=decode)", (
-        "search", *(name for name, *_ in search_registry.settings()), "min_dec_steps",
-        "max_decode_examples", "max_attn_vis_files", "decode_dir", "first_step_context",
-        "rouge_tokenizer", "compiled_attention")),
+        "search", *(name for name, *_ in search_registry.settings()),
+        *(name for name, *_ in controls_registry.settings()),
+        "score_references", "max_decode_examples", "max_attn_vis_files", "decode_dir",
+        "first_step_context", "rouge_tokenizer", "compiled_attention")),
     ("Export (--mode=export)", ("export_dir", "export_source", "export_version",
                                 "export_compiled_attention")),
     ("Distribute (--mode=train on several devices)", ("strategy", "tpu")),

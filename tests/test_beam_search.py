@@ -13,6 +13,7 @@ from pointer_gen.model_config import ModelConfig
 from pointer_gen.search import beam as beam_search
 from pointer_gen.search import contract as search_lib
 from pointer_gen.search import distribution
+from pointer_gen.search.controls import registry as controls
 
 VOCAB = 23
 
@@ -121,9 +122,10 @@ def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps
   enc_input, enc_len, ext, num_oovs = _articles(5, 9, seed)
   beam, max_steps = 3, 7
   monkeypatch.setattr(_Hyp, "alpha", alpha)
-  settings = search_lib.Settings(max_dec_steps=max_steps, min_dec_steps=min_steps)
-  options = beam_search.BeamSettings(beam_size=beam, block_ngram_repeat=block,
-                                     length_penalty_alpha=alpha)
+  settings = search_lib.Settings(
+      max_dec_steps=max_steps, min_dec_steps=min_steps,
+      controls=controls.make({"min_dec_steps": min_steps, "block_ngram_repeat": block}))
+  options = beam_search.BeamSettings(beam_size=beam, length_penalty_alpha=alpha)
   steps = {True: "xla", False: "hand_gradient", "shared": "shared"}[compiled]
   searched = attention.SearchAttention(attention.get(steps), attention.get("hand_gradient"))
   search = tf.function(lambda *a: beam_search.BeamSearch(settings, options, searched).search(

@@ -14,6 +14,7 @@ from pointer_gen.search import beam as beam_search
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract as search_lib
 from pointer_gen.search import registry as strategies
+from pointer_gen.search.controls import registry as controls
 
 from test_beam_search import VOCAB
 from test_beam_search import _articles
@@ -32,11 +33,12 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
   the beam search with 3 beams and `block`)."""
   model = _random_model(pointer_gen=True, coverage=True, seed=seed)
   enc_input, enc_len, ext, _ = _articles(10, MAX_ENC_STEPS, seed)
-  settings = search_lib.Settings(max_dec_steps=8, min_dec_steps=1,
-                                 first_step_context=first_step_context)
+  settings = search_lib.Settings(
+      max_dec_steps=8, min_dec_steps=1, first_step_context=first_step_context,
+      controls=controls.make({"min_dec_steps": 1, "block_ngram_repeat": block}))
   searched = attention.SearchAttention.of(config.HParams(compiled_attention=compiled), "decode")
   strategy_class = strategies.STRATEGIES[name]
-  options = (beam_search.BeamSettings(beam_size=3, block_ngram_repeat=block) if name == "beam"
+  options = (beam_search.BeamSettings(beam_size=3) if name == "beam"
              else strategy_class.Options())
   strategy = strategy_class(settings, options, searched)
   decoder = continuous_batching.SlotDecoder(model, strategy, num_slots=slots,

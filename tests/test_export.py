@@ -281,7 +281,8 @@ def test_greedy_export_serves_beam_size_ones_summaries(exported):
       np.testing.assert_allclose(greedy[key], value, rtol=1e-6, atol=1e-6, err_msg=key)
   assert all(greedy["summary"][:4]) and len(set(greedy["summary"][:4])) > 1
   assert greedy_settings["search"] == b"greedy" and beam_settings["search"] == b"beam"
-  beam_only = {"beam_size", "block_ngram_repeat", "ranking", "length_penalty_alpha"}
+  beam_only = {"beam_size", "ranking", "length_penalty_alpha", "coverage_penalty",
+               "coverage_penalty_beta", "n_best"}
   assert beam_only <= set(beam_settings) and not beam_only & set(greedy_settings)
   assert set(greedy_settings) == set(beam_settings) - beam_only
 

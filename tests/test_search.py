@@ -21,6 +21,7 @@ from pointer_gen.search import beam as beam_search
 from pointer_gen.search import contract as search_lib
 from pointer_gen.search import greedy as greedy_search
 from pointer_gen.search import registry as strategies
+from pointer_gen.search.controls import registry as controls
 
 
 WORDS = [f"w{i}" for i in range(16)]
@@ -93,7 +94,8 @@ def test_greedy_decodes_single_pass_as_beam_size_one(tmp_path):
   assert greedy_dir == "decode_val_jsonl_10maxenc_greedy_2mindec_6maxdec_ckpt-0"
   assert beam_dir == "decode_val_jsonl_10maxenc_1beam_2mindec_6maxdec_ckpt-0"
   assert greedy_flags["search"] == "greedy" and "search" not in beam_flags
-  beam_only = {"beam_size": 1, "block_ngram_repeat": 0, "length_penalty_alpha": None}
+  beam_only = {"beam_size": 1, "length_penalty_alpha": None, "coverage_penalty": "none",
+               "coverage_penalty_beta": 0.0, "n_best": 1}
   assert {k: beam_flags.pop(k) for k in beam_only} == beam_only
   assert not set(beam_only) & set(greedy_flags)
   del greedy_flags["search"]
@@ -131,12 +133,12 @@ def test_settings_are_the_decode_flags():
   hps = config.HParams(beam_size=5, max_dec_steps=90, min_dec_steps=30, block_ngram_repeat=3,
                        length_penalty_alpha=0.6, first_step_context="zeros")
   assert search_lib.Settings.from_hparams(hps) == search_lib.Settings(
-      max_dec_steps=90, min_dec_steps=30, keep_attention=False, first_step_context="zeros")
+      max_dec_steps=90, min_dec_steps=30, keep_attention=False, first_step_context="zeros",
+      controls=controls.make({"min_dec_steps": 30, "block_ngram_repeat": 3}))
   assert search_lib.Settings.from_hparams(hps, keep_attention=True).keep_attention
   beam = strategies.make(hps, search_lib.Settings.from_hparams(hps))
   assert isinstance(beam, beam_search.BeamSearch) and beam.rows == 5
-  assert beam.options == beam_search.BeamSettings(beam_size=5, block_ngram_repeat=3,
-                                                  length_penalty_alpha=0.6)
+  assert beam.options == beam_search.BeamSettings(beam_size=5, length_penalty_alpha=0.6)
   greedy = strategies.make(hps.replace(search="greedy"), search_lib.Settings.from_hparams(hps))
   assert isinstance(greedy, greedy_search.GreedySearch) and greedy.rows == 1
   assert greedy.options == search_lib.StrategySettings()
@@ -144,27 +146,32 @@ def test_settings_are_the_decode_flags():
 
 def test_search_settings_written_out_name_the_strategy():
   hps = config.HParams(beam_size=5, max_dec_steps=90, min_dec_steps=30)
+  beam_extras = {"coverage_penalty": "none", "coverage_penalty_beta": 0.0, "n_best": 1}
+  controls_off = {"block_ngram_repeat": 0, "ignore_when_blocking": "", "ban_unk": False,
+                  "repetition_penalty": 1.0}
   assert strategies.written(hps) == {
-      "min_dec_steps": 30, "max_dec_steps": 90, "beam_size": 5, "block_ngram_repeat": 0,
-      "length_penalty_alpha": None, "first_step_context": "original"}
+      "min_dec_steps": 30, "max_dec_steps": 90, "beam_size": 5,
+      "length_penalty_alpha": None, **beam_extras, "first_step_context": "original",
+      **controls_off}
   assert strategies.written(hps.replace(length_penalty_alpha=0.6), constants=True) == {
       "search": "beam", "min_dec_steps": 30, "max_dec_steps": 90, "beam_size": 5,
-      "block_ngram_repeat": 0, "ranking": "gnmt_length_penalty", "length_penalty_alpha": 0.6,
-      "first_step_context": "original"}
+      "ranking": "gnmt_length_penalty", "length_penalty_alpha": 0.6, **beam_extras,
+      "first_step_context": "original", **controls_off}
   greedy = hps.replace(search="greedy", first_step_context="zeros")
   for constants in (False, True):
     assert strategies.written(greedy, constants) == {
         "search": "greedy", "min_dec_steps": 30, "max_dec_steps": 90,
-        "first_step_context": "zeros"}
+        "first_step_context": "zeros", **controls_off}
   assert strategies.dir_name(greedy) == "greedy_30mindec_90maxdec_zerosctx"
 
 
 def test_a_beam_search_flag_with_greedy_decoding_is_an_error():
   greedy = config.HParams(search="greedy")
-  for flag in ("beam_size", "block_ngram_repeat", "length_penalty_alpha"):
+  for flag in ("beam_size", "length_penalty_alpha"):
     with pytest.raises(DataError, match=f"--{flag} is a setting of --search=beam, not of "
                                         "--search=greedy"):
       strategies.check_flags(greedy, {"mode", flag})
   # Left out, or with the beam search, they are fine; the shared decode flags are both's.
-  strategies.check_flags(greedy, {"min_dec_steps", "max_dec_steps", "first_step_context"})
+  strategies.check_flags(greedy, {"min_dec_steps", "max_dec_steps", "first_step_context",
+                                  "block_ngram_repeat"})
   strategies.check_flags(config.HParams(), {"beam_size", "block_ngram_repeat"})

@@ -23,6 +23,7 @@ from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
+from pointer_gen.search.controls import registry as controls
 
 from test_search import WORDS
 from test_search import _corpus
@@ -31,18 +32,26 @@ from test_search import _model
 NAMES = list(strategies.STRATEGIES)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_settings_are_flags_hparams_fields_and_decode_help(name):
-  strategy = strategies.STRATEGIES[name]
+def assert_decode_flags(options):
+  """Each field of `options` (a settings.Settings class) is a flag with its default and help, an
+  HParams field and a line of --help's decode group."""
   project = {flag.name: flag for flag in usage.project_flags(flags.FLAGS)}
   fields = {field.name: field for field in dataclasses.fields(config.HParams)}
   decode_group = dict(usage.MODE_GROUPS)["Decode (--mode=decode)"]
   text = usage.help_text(flags.FLAGS)
-  for field in dataclasses.fields(strategy.Options):
+  for field in dataclasses.fields(options):
     flag = project[field.name]
     assert flag.default == field.default == fields[field.name].default, field.name
     assert flag.help == field.metadata["help"] and field.name in decode_group
-    assert f"\n  --{field.name} (default: " in text
+    shown = f"[no]{field.name}" if field.type is bool else field.name
+    assert f"\n  --{shown} (default: " in text
+  return project
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_settings_are_flags_hparams_fields_and_decode_help(name):
+  strategy = strategies.STRATEGIES[name]
+  project = assert_decode_flags(strategy.Options)
   # --search's help: the strategy's name, its docstring's first line and its own flags.
   line = strategy.__doc__.strip().splitlines()[0].rstrip(".")
   assert f"{name}: {line}" in project["search"].help
@@ -57,8 +66,9 @@ def test_settings_written_out_name_the_strategy_and_its_settings(name):
   options = strategies.STRATEGIES[name].Options.from_hparams(hps)
   own = list(options.written())
   named = [] if name == strategies.DEFAULT else ["search"]
+  others = [flag for flag in controls.flags() if flag != "min_dec_steps"]
   assert list(strategies.written(hps)) == (
-      named + ["min_dec_steps", "max_dec_steps"] + own + ["first_step_context"])
+      named + ["min_dec_steps", "max_dec_steps"] + own + ["first_step_context"] + others)
   constants = strategies.written(hps, constants=True)
   assert constants["search"] == name and list(constants)[0] == "search"
   # Every value fits a tf.constant of the export's `settings` signature.

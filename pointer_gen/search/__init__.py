@@ -6,6 +6,9 @@
   distribution         the best candidates of the final distribution, which strategies share
   registry             `--search`: the strategies by name, their settings as flags, written out
   continuous_batching  single-pass decode's slots, each taking the next article when done
+  controls             the decoding controls every strategy's steps apply to the final
+                       distribution (minimum length, n-gram blocking, [UNK], repetition), a
+                       package with its own registry
 
 and one module per strategy, each registered by its line in registry.STRATEGIES (beam: the
 original's beam search, the default). Adding one: docs/extending.md.

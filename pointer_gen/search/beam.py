@@ -2,12 +2,13 @@
 beam hypotheses per step inside one tf.while_loop.
 
 Per article it reproduces the original exactly: each live hypothesis proposes its top
-2*beam_size extensions of the final distribution (only the first hypothesis at step 0, where
-all are identical); candidates are visited in order of average log-probability (ties in
-proposal order, as Python's stable sort); a [STOP] candidate becomes a result if at least
-min_dec_steps steps have passed, else it is dropped; other candidates become the new live
-hypotheses; the visit stops once beam_size live hypotheses or beam_size results exist. Search
-ends at max_dec_steps or when beam_size results exist; the winner is the result (or, with none,
+2*beam_size extensions of the final distribution after the decoding controls (controls/; only
+the first hypothesis at step 0, where all are identical); candidates are visited in order of
+average log-probability (ties in proposal order, as Python's stable sort); a [STOP] candidate
+becomes a result (the minimum length control gives a [STOP] before min_dec_steps probability 0:
+never proposed, as the original drops it), other candidates become the new live hypotheses; the
+visit stops once beam_size live hypotheses or beam_size results exist. Search ends at
+max_dec_steps or when beam_size results exist; the winner is the result (or, with none,
 the live hypothesis) of best average log-probability.
 
 `BeamSearch` is a search strategy (the contract in contract.py): every article keeps its own
@@ -21,13 +22,12 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from pointer_gen import layers
 from pointer_gen import precision
 from pointer_gen import settings as settings_lib
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
 from pointer_gen.search import contract
-from pointer_gen.search.distribution import top_k
-from pointer_gen.search.distribution import top_of_final_distribution
+from pointer_gen.search.controls import base as controls_base
 
 
 def _gather_beams(tensor, indices):
@@ -46,6 +46,21 @@ def _merge(tensor):
   return tf.reshape(tensor, tf.concat([[shape[0] * shape[1]], shape[2:]], 0))
 
 
+# --coverage_penalty's forms (OpenNMT-py's), "none" the original's ranking.
+COVERAGE_PENALTIES = ("none", "summary", "wu")
+
+
+def _coverage_penalty(coverage, form, beta):
+  """What a hypothesis's rank loses for its coverage [N, K, L] (its attention summed over its
+  steps): "summary" (Gehrmann et al.'s) beta * sum(max(coverage, 1) - 1), attention repeated;
+  "wu" (GNMT's) -beta * sum(log(min(coverage, 1))), words left unattended, over the positions
+  attended at all (padding has attention 0; an article position never has). -> [N, K]."""
+  if form == "summary":
+    return beta * tf.reduce_sum(tf.maximum(coverage, 1.0) - 1.0, axis=2)
+  safe = tf.where(coverage > 0, tf.minimum(coverage, 1.0), 1.0)  # [N, K, L]
+  return -beta * tf.reduce_sum(tf.math.log(safe), axis=2)
+
+
 def _score(log_prob_sum, num_tokens, length_penalty_alpha):
   """The original's average log-probability over the tokens ([START] included); with alpha,
   GNMT's normaliser ((5 + generated) / 6) ** alpha instead (an extra, off by default)."""
@@ -55,34 +70,13 @@ def _score(log_prob_sum, num_tokens, length_penalty_alpha):
   return log_prob_sum / ((5.0 + num_tokens - 1.0) / 6.0) ** length_penalty_alpha
 
 
-def _block_repeats(dist, tokens, step, n):
-  """Zeroes the probability of every token that would repeat an n-gram of its hypothesis.
-
-  dist [M, W]; tokens [M, T] generated so far (valid before each row's `step` [M]) -> [M, W].
-  """
-  total = tokens.shape[1]
-  if total is None or total < n:
-    return dist
-  starts = total - n + 1
-  # An earlier n-gram starting at j is complete before this step if j + n - 1 <= step - 1.
-  match = tf.range(starts)[None, :] <= (step - n)[:, None]  # [M, J]
-  for i in range(n - 1):
-    # [M]: the (n-1)-token prefix
-    recent = tf.gather(tokens, tf.maximum(step - n + 1 + i, 0), batch_dims=1)
-    match &= tf.equal(tokens[:, i:starts + i], recent[:, None])  # [M, J]
-  banned = tokens[:, n - 1:]  # [M, J]: the token that completed each earlier n-gram
-  rows = tf.tile(tf.range(tf.shape(tokens)[0])[:, None], [1, starts])  # [M, J]
-  where = tf.where(match)  # [P, 2]
-  indices = tf.stack([tf.gather_nd(rows, where), tf.gather_nd(banned, where)], axis=1)
-  return tf.tensor_scatter_nd_update(dist, indices, tf.zeros([tf.shape(where)[0]], dist.dtype))
-
-
 class Hypotheses(NamedTuple):
   """Hypotheses of N articles, K each."""
   tokens: tf.Tensor  # [N, K, T] extended ids, [PAD] after the last
   log_prob: tf.Tensor  # [N, K] the sum of the tokens' log-probabilities
   p_gens: tf.Tensor  # [N, K, T]
   attn: Any  # [N, K, T, L] with Settings.keep_attention, else () (no tensor)
+  coverage: Any = ()  # [N, K, L] the attention summed, with --coverage_penalty, else ()
 
 
 class Beam(NamedTuple):
@@ -122,36 +116,57 @@ class Visit(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class BeamSettings(contract.StrategySettings):
-  """Beam search's own settings, each its flag. The extras, block_ngram_repeat and
-  length_penalty_alpha, are off by default, so that summaries are the original's."""
+  """Beam search's own settings, each its flag. The extra, length_penalty_alpha, is off by
+  default, so that summaries are the original's."""
   beam_size: int = settings_lib.setting(4, "Beam size for beam-search decoding.",
                                         settings_lib.positive, metrics_after="search")
-  block_ngram_repeat: int = settings_lib.setting(
-      0, "Beam search extra, off by default: forbid a summary to repeat any of its n-grams of "
-      "this length.", settings_lib.at_least(0), metrics_after="rouge_tokenizer")
   length_penalty_alpha: float | None = settings_lib.setting(
       None, "Beam search extra, off by default (the original ranks by average "
       "log-probability): rank by log-prob / ((5 + length) / 6) ** alpha (GNMT).",
       metrics_after="block_ngram_repeat")
+  coverage_penalty: str = settings_lib.setting(
+      "none", "Beam search extra, off by default: rank hypotheses also by a coverage penalty "
+      "(OpenNMT-py's forms): summary, beta * sum(max(coverage, 1) - 1); wu (GNMT), -beta * "
+      "sum(log(min(coverage, 1))).",
+      lambda value: None if value in COVERAGE_PENALTIES else (
+          f"expected one of {', '.join(COVERAGE_PENALTIES)}"))
+  coverage_penalty_beta: float = settings_lib.setting(
+      0.0, "The coverage penalty's weight beta (with --coverage_penalty).",
+      settings_lib.at_least(0.0))
+  n_best: int = settings_lib.setting(
+      1, "Beam search: the K best summaries an article (K <= --beam_size), in rank order with "
+      "their scores (single-pass decode's n_best.jsonl, the export's n_best_* outputs); 1: the "
+      "best alone.", settings_lib.positive)
+
+  def __post_init__(self):
+    super().__post_init__()
+    if self.n_best > self.beam_size:
+      raise DataError(f"--n_best={self.n_best}: must be <= --beam_size={self.beam_size}")
+    if self.coverage_penalty == "none" and self.coverage_penalty_beta:
+      raise DataError(f"--coverage_penalty_beta={self.coverage_penalty_beta:g}: applies only "
+                      "with --coverage_penalty=summary or wu")
 
   def written(self, constants=False):
     alpha = self.length_penalty_alpha
+    extras = {"coverage_penalty": self.coverage_penalty,
+              "coverage_penalty_beta": float(self.coverage_penalty_beta), "n_best": self.n_best}
     if not constants:
-      return dataclasses.asdict(self)
-    return {"beam_size": self.beam_size, "block_ngram_repeat": self.block_ngram_repeat,
+      return {"beam_size": self.beam_size, "length_penalty_alpha": alpha, **extras}
+    return {"beam_size": self.beam_size,
             # Named so that "off" needs no sentinel value: the original ranks by average
             # log-prob.
             "ranking": "average_log_prob" if alpha is None else "gnmt_length_penalty",
-            "length_penalty_alpha": 0.0 if alpha is None else float(alpha)}
+            "length_penalty_alpha": 0.0 if alpha is None else float(alpha), **extras}
 
   def dir_name(self, name):
     return f"{self.beam_size}{name}"
 
   def dir_suffix(self):
-    suffix = f"_block{self.block_ngram_repeat}gram" if self.block_ngram_repeat else ""
-    if self.length_penalty_alpha is not None:
-      suffix += f"_lp{self.length_penalty_alpha:g}"
-    return suffix
+    alpha = self.length_penalty_alpha
+    suffix = "" if alpha is None else f"_lp{alpha:g}"
+    if self.coverage_penalty != "none":
+      suffix += f"_cp{self.coverage_penalty}{self.coverage_penalty_beta:g}"
+    return suffix + (f"_{self.n_best}best" if self.n_best > 1 else "")
 
 
 class BeamSearch(contract.Strategy):
@@ -162,6 +177,15 @@ class BeamSearch(contract.Strategy):
   @property
   def rows(self):
     return self.options.beam_size
+
+  @property
+  def _penalised(self):
+    """Whether hypotheses are ranked with a coverage penalty (and so keep their coverage)."""
+    return self.options.coverage_penalty != "none"
+
+  def _penalty(self, coverage):
+    return _coverage_penalty(coverage, self.options.coverage_penalty,
+                             self.options.coverage_penalty_beta)
 
   def initial(self, decoder_state, memory, step=0):
     articles, length = self.articles_and_length(memory)
@@ -176,7 +200,8 @@ class BeamSearch(contract.Strategy):
           log_prob=tf.zeros([articles, k], dtype),
           p_gens=tf.zeros(steps_shape, dtype),
           attn=(tf.zeros([articles, k, steps, length], dtype) if self.settings.keep_attention
-                else ()))
+                else ()),
+          coverage=(tf.zeros([articles, k, length], dtype) if self._penalised else ()))
 
     return contract.State(
         step=tf.fill([articles], step), decoder_state=decoder_state,
@@ -236,36 +261,32 @@ class BeamSearch(contract.Strategy):
     k, settings, options = self.rows, self.settings, self.options
     live, step = state.hypotheses.live, state.step
     articles = tf.shape(step)[0]
-    if options.block_ngram_repeat:
-      # Blocking zeroes ids anywhere in the distribution: it needs the whole of it.
-      vocab_probs = tf.nn.softmax(vocab_logits)  # [N*K, V]
-      dist = vocab_probs if p_gen is None else layers.final_distribution(
-          vocab_probs, attn, p_gen, memory["ext_ids"], max_oovs)  # [N*K, V(+N)]
-      dist = _block_repeats(dist, _merge(live.tokens), tf.repeat(step, k),
-                            options.block_ngram_repeat)
-      top_probs, top_ids = top_k(dist, 2 * k)  # [N*K, 2K]
-    else:
-      top_probs, top_ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory,
-                                                     2 * k)  # [N*K, 2K]
+    view = controls_base.View(tf.repeat(step, k), _merge(live.tokens))  # [N*K], [N*K, T]
+    top_probs, top_ids = self.candidates(vocab_logits, attn, p_gen, memory, view, 2 * k,
+                                         max_oovs)  # [N*K, 2K]
     dtype = live.log_prob.dtype
     if p_gen is None:
       p_gen = tf.ones([tf.shape(vocab_logits)[0]], dtype)  # [N*K]
     log_prob = live.log_prob[:, :, None] + _split(tf.math.log(top_probs), articles,
                                                   k)  # [N, K, 2K]
-    # At step 0 every hypothesis is the same [START]: only the first one proposes.
+    # At step 0 every hypothesis is the same [START]: only the first one proposes. A token a
+    # control zeroed is never proposed.
     proposed = (step > 0)[:, None] | (tf.range(k) == 0)[None, :]  # [N, K]
-    proposed = tf.broadcast_to(proposed[:, :, None], tf.shape(log_prob))  # [N, K, 2K]
-    score = tf.where(proposed,
-                     _score(log_prob, step[:, None, None] + 2, options.length_penalty_alpha),
-                     float("-inf"))  # [N, K, 2K]: [START] + step + 1 tokens
+    proposed = (tf.broadcast_to(proposed[:, :, None], tf.shape(log_prob))
+                & (_split(top_probs, articles, k) > 0))  # [N, K, 2K]
+    rank = _score(log_prob, step[:, None, None] + 2,
+                  options.length_penalty_alpha)  # [N, K, 2K]: [START] + step + 1 tokens
+    if self._penalised:
+      rank -= self._penalty(live.coverage + _split(attn, articles, k))[:, :, None]
+    score = tf.where(proposed, rank, float("-inf"))  # [N, K, 2K]
     outputs = Outputs(tf.one_hot(step, settings.max_dec_steps, dtype=dtype)[:, None, :],
                       _split(p_gen, articles, k), _split(attn, articles, k))
     return Candidates(_split(top_ids, articles, k), log_prob, score, proposed), outputs
 
   def _visit(self, proposals, step, num_done):
     """The candidates visited in order of score, ties in proposal order (as the original's
-    stable sort): a [STOP] candidate becomes a result if at least min_dec_steps steps have
-    passed, else it is dropped; any other becomes a live hypothesis; the visit stops once K live
+    stable sort): a [STOP] candidate becomes a result (none is proposed before min_dec_steps:
+    the minimum length control), any other a live hypothesis; the visit stops once K live
     hypotheses or K results exist."""
     k = self.rows
     articles, candidates = tf.shape(step)[0], 2 * k * k
@@ -276,7 +297,7 @@ class BeamSearch(contract.Strategy):
         proposals)  # [N, C] each
     is_stop = tf.equal(ordered.ids, vocab_lib.STOP_ID)
     is_live = tf.logical_not(is_stop) & ordered.proposed
-    accept_stop = is_stop & ordered.proposed & (step >= self.settings.min_dec_steps)[:, None]
+    accept_stop = is_stop & ordered.proposed
     live_count = tf.cumsum(tf.cast(is_live, tf.int32), axis=1)  # [N, C]
     done_count = num_done[:, None] + tf.cumsum(tf.cast(accept_stop, tf.int32), axis=1)
     # The visit stops right after the candidate that fills the beam or the results.
@@ -326,7 +347,9 @@ class BeamSearch(contract.Strategy):
         tokens=history(live.tokens) * (1 - step_ids) + tokens[:, :, None] * step_ids,  # [N, M, T]
         log_prob=log_prob,
         p_gens=history(live.p_gens) * (1.0 - mask) + history(outputs.p_gen)[:, :, None] * mask,
-        attn=attn)
+        attn=attn,
+        coverage=(history(live.coverage) + history(outputs.attn) if self._penalised
+                  else ()))  # [N, M, L]
 
   def winners(self, state):
     """Best result per article by score; the live beam if none finished."""
@@ -334,6 +357,8 @@ class BeamSearch(contract.Strategy):
     has_done = beam.num_done > 0  # [N]
     live_score = _score(beam.live.log_prob, state.step[:, None] + 1,
                         self.options.length_penalty_alpha)  # [N, K]
+    if self._penalised:
+      live_score -= self._penalty(beam.live.coverage)
     score = tf.where(has_done[:, None], beam.done_score, live_score)  # [N, K]
     # Live hypotheses are already in visiting (best-first) order; results are not.
     best = tf.argmax(score, axis=1, output_type=tf.int32)  # [N]; ties: the first
@@ -354,4 +379,31 @@ class BeamSearch(contract.Strategy):
     }
     if self.settings.keep_attention:
       result["attn"] = chosen.attn
+    if self.options.n_best > 1:
+      result.update(self._n_best(state, live_score))
     return result
+
+  def _n_best(self, state, live_score):
+    """Each article's n_best summaries in rank order, the winner first: its results by score,
+    then (when fewer) its live hypotheses by score; n_best_tokens [N, n, T], n_best_length,
+    n_best_score and n_best_log_prob [N, n]."""
+    beam, k, n = state.hypotheses, self.rows, self.options.n_best
+    found = tf.range(k)[None, :] < beam.num_done[:, None]  # [N, K]
+    done_order = tf.math.top_k(tf.where(found, beam.done_score, float("-inf")), k).indices
+    live_order = tf.math.top_k(live_score, k).indices  # [N, K]; ties: the lower index first
+    rank = tf.range(n)[None, :]  # [1, n]
+    from_done = rank < beam.num_done[:, None]  # [N, n]
+    live_rank = tf.gather(live_order, tf.maximum(rank - beam.num_done[:, None], 0),
+                          batch_dims=1)  # [N, n]
+    done_rank = done_order[:, :n]  # [N, n]
+
+    def ranked(done, live):  # [N, K, ...] each -> [N, n, ...]
+      chosen_done = _gather_beams(done, done_rank)
+      chosen_live = _gather_beams(live, live_rank)
+      return tf.where(contract.expand_to(from_done, chosen_done), chosen_done, chosen_live)
+
+    return {"n_best_tokens": ranked(beam.done.tokens, beam.live.tokens),
+            "n_best_length": ranked(beam.done_length, tf.broadcast_to(
+                state.step[:, None], tf.shape(beam.done_length))),
+            "n_best_score": ranked(beam.done_score, live_score),
+            "n_best_log_prob": ranked(beam.done.log_prob, beam.live.log_prob)}

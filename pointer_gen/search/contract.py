@@ -49,8 +49,12 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 from pointer_gen import attention as attention_lib
+from pointer_gen import layers
 from pointer_gen import settings
 from pointer_gen import vocab as vocab_lib
+from pointer_gen.search.controls import registry as controls_registry
+from pointer_gen.search.distribution import top_k
+from pointer_gen.search.distribution import top_of_final_distribution
 
 # Step 0's decoder input: the original's decode (an attention over the encoder's final state),
 # or training's zero context (initial_decoder_state).
@@ -64,22 +68,29 @@ class Settings:
 
   first_step_context="zeros" starts step 0 from training's zero context (see
   initial_decoder_state), an extra, off by default, so that summaries are the original's.
+  controls: the active decoding controls (controls/, made by controls.registry.make) every
+  strategy's steps apply; None: the minimum length of min_dec_steps alone.
   """
   max_dec_steps: int
   min_dec_steps: int
   keep_attention: bool = False
   first_step_context: str = "original"
+  controls: tuple | None = None
 
   def __post_init__(self):
     if self.first_step_context not in FIRST_STEP_CONTEXTS:
       raise ValueError(f"first_step_context={self.first_step_context!r}: expected one of "
                        f"{', '.join(FIRST_STEP_CONTEXTS)}")
+    if self.controls is None:
+      object.__setattr__(self, "controls",
+                         controls_registry.make({"min_dec_steps": self.min_dec_steps}))
 
   @classmethod
-  def from_hparams(cls, hps, keep_attention=False):
+  def from_hparams(cls, hps, keep_attention=False, vocab=None):
     """The decode flags of `hps`; keep_attention is the caller's: only the attention views keep
-    attention."""
-    return cls(hps.max_dec_steps, hps.min_dec_steps, keep_attention, hps.first_step_context)
+    attention. vocab: the vocab.Vocab a control's settings naming words read."""
+    return cls(hps.max_dec_steps, hps.min_dec_steps, keep_attention, hps.first_step_context,
+               controls_registry.make(controls_registry.values_of(hps), vocab))
 
 
 class State(NamedTuple):
@@ -210,6 +221,40 @@ class Strategy(abc.ABC):
         model.embedding(previous), decoder_state, memory, implementation=self.attention.steps,
         rows=self.rows)
     return model.cell.vocab_logits(output, context), attn, p_gen, new_state
+
+  def distribution(self, vocab_logits, attn, p_gen, memory, view, max_oovs):
+    """The step's final distribution [M, V(+max_oovs)] of M rows (vocab_logits [M, V], attn
+    [M, L], p_gen [M] or None without copying), with the search's controls applied (view: a
+    controls.base.View of the rows)."""
+    dist = tf.nn.softmax(vocab_logits)  # [M, V]
+    if p_gen is not None:
+      dist = layers.final_distribution(dist, attn, p_gen, memory["ext_ids"],
+                                       max_oovs)  # [M, V + max_oovs]
+    for control in self.settings.controls:
+      dist = control.apply(dist, view)
+    return dist
+
+  def candidates(self, vocab_logits, attn, p_gen, memory, view, k, max_oovs):
+    """The k most probable tokens of the step's controlled final distribution (as
+    `distribution`): probabilities [M, k] and extended ids [M, k] int32, most probable first,
+    ties to the lower id. Controls that zero a few known ids (sparse) alone are applied to the
+    top candidates, k and as many more as they may zero, without building the distribution."""
+    controls = self.settings.controls
+    if any(not control.sparse for control in controls):
+      return top_k(self.distribution(vocab_logits, attn, p_gen, memory, view, max_oovs), k)
+    extra = sum(control.sparse for control in controls)
+    probs, ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory,
+                                           k + extra)  # [M, k + extra]
+    if not controls:
+      return probs, ids
+    for control in controls:
+      banned, where = control.banned(view)  # [M, B]
+      hit = tf.reduce_any((ids[:, :, None] == banned[:, None, :]) & where[:, None, :],
+                          axis=2)  # [M, k + extra]
+      probs = tf.where(hit, tf.zeros_like(probs), probs)
+    # Zeroed candidates go last; the others keep their order (top_k: ties to the lower index).
+    probs, position = tf.math.top_k(probs, k)  # [M, k]
+    return probs, tf.gather(ids, position, batch_dims=1)
 
 
 def initial_decoder_state(model, state, memory, first_step_context, implementation=None):

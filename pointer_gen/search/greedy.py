@@ -1,9 +1,9 @@
 """Greedy decoding (`--search=greedy`): each article's one row takes the most probable token of
-the final distribution at every step, [STOP] only from min_dec_steps on.
+the final distribution at every step (after the decoding controls: controls/).
 
 It is what the beam search (beam.py) does with one hypothesis, and gives its summaries
-and scores at --beam_size=1: the same candidates (the top two of the final distribution, ties to
-the lower id), the same [STOP] rule and the same score, the average log-probability with the
+and scores at --beam_size=1: the same candidates (the top of the controlled final distribution,
+ties to the lower id) and the same score, the average log-probability with the
 [START] token counted. It has no settings of its own (contract.StrategySettings); another
 strategy's are refused with it (registry.check_flags).
 """
@@ -15,7 +15,7 @@ import tensorflow as tf
 from pointer_gen import precision
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.search import contract
-from pointer_gen.search.distribution import top_of_final_distribution
+from pointer_gen.search.controls import base as controls_base
 
 
 class Summaries(NamedTuple):
@@ -58,16 +58,17 @@ class GreedySearch(contract.Strategy):
     del memory
     return ()
 
+  def view(self, state):
+    """What the controls read of each article's row (controls.base.View)."""
+    return controls_base.View(state.step, state.hypotheses.tokens)
+
   def choose(self, vocab_logits, attn, p_gen, memory, state, max_oovs):
-    """Each article's next token [N] (an extended id) and its probability [N] in the final
-    distribution: the most probable, the second if the first is a [STOP] before
-    min_dec_steps. vocab_logits [N, V], attn [N, L], p_gen [N] (None without copying)."""
-    del max_oovs  # the candidates are found without the whole extended distribution
-    probs, ids = top_of_final_distribution(vocab_logits, attn, p_gen, memory, 2)  # [N, 2]
-    too_early = (tf.equal(ids[:, 0], vocab_lib.STOP_ID)
-                 & (state.step < self.settings.min_dec_steps))  # [N]
-    pick = tf.cast(too_early, tf.int32)  # [N]
-    return tf.gather(ids, pick, batch_dims=1), tf.gather(probs, pick, batch_dims=1)
+    """Each article's next token [N] (an extended id) and its probability [N] in the
+    controlled final distribution: the most probable. vocab_logits [N, V], attn [N, L], p_gen
+    [N] (None without copying)."""
+    probs, ids = self.candidates(vocab_logits, attn, p_gen, memory, self.view(state), 1,
+                                 max_oovs)  # [N, 1]
+    return ids[:, 0], probs[:, 0]
 
   def finished(self, state):
     """Ended at max_dec_steps or with [STOP]."""

@@ -7,13 +7,14 @@ names, which config.py defines from `settings` and `--help` lists under decode; 
 another strategy is an error naming it (check_flags). The first sentence of a strategy's
 docstring is its part of --search's help. The search's settings are written out here alone, for
 single-pass decode's directory name (dir_name), its metrics.json and the export's `settings`
-signature (written).
+signature (written), the decoding controls' (controls/registry.py) beside the strategy's.
 """
 
 from pointer_gen.errors import DataError
 from pointer_gen.search import beam
 from pointer_gen.search import greedy
 from pointer_gen.search import sample
+from pointer_gen.search.controls import registry as controls
 
 # --search's choices, one line each: name -> contract.Strategy class.
 STRATEGIES = {
@@ -39,9 +40,11 @@ def settings():
 
 
 def metrics_after():
-  """{setting: the flag metrics.json writes it after}, of every strategy that places some."""
-  return {name: after for strategy in STRATEGIES.values()
-          for name, after in strategy.Options.metrics_after().items()}
+  """{setting: the flag metrics.json writes it after}, of every control and strategy that
+  places some, the controls' first (a strategy's may follow one)."""
+  return {**controls.metrics_after(),
+          **{name: after for strategy in STRATEGIES.values()
+             for name, after in strategy.Options.metrics_after().items()}}
 
 
 def search_help():
@@ -70,8 +73,10 @@ def make(hps, settings, attention=None):
 
 
 def check(hps):
-  """DataError naming the flag for a strategy name or setting the search cannot run with."""
+  """DataError naming the flag for a strategy name, a strategy's or a control's setting the
+  search cannot run with."""
   strategy_class(hps.search).Options.from_hparams(hps)
+  controls.check(hps)
 
 
 def check_flags(hps, given):
@@ -88,19 +93,23 @@ def check_flags(hps, given):
 def written(hps, constants=False):
   """The search's settings by name, in this order: the strategy (`search`, left out for
   DEFAULT unless `constants`), min_dec_steps, max_dec_steps, the strategy's own settings,
-  first_step_context. constants: every value one a tf.constant holds (the export's `settings`
-  signature, which names the strategy always), else JSON values (metrics.json)."""
+  first_step_context, the other controls' settings. constants: every value one a tf.constant
+  holds (the export's `settings` signature, which names the strategy always), else JSON values
+  (metrics.json)."""
   options = strategy_class(hps.search).Options.from_hparams(hps)
   named = {"search": hps.search} if constants or hps.search != DEFAULT else {}
-  return {**named, "min_dec_steps": hps.min_dec_steps, "max_dec_steps": hps.max_dec_steps,
-          **options.written(constants), "first_step_context": hps.first_step_context}
+  control_settings = controls.written(hps, constants)
+  return {**named, "min_dec_steps": control_settings.pop("min_dec_steps"),
+          "max_dec_steps": hps.max_dec_steps, **options.written(constants),
+          "first_step_context": hps.first_step_context, **control_settings}
 
 
 def dir_name(hps):
   """The search's part of single-pass decode's directory name: the original's
   `<B>beam_<m>mindec_<M>maxdec` (`greedy_...` for greedy decoding), then a suffix for each
-  setting off its default (`_zerosctx`, the strategy's own: `_block<n>gram`, `_lp<alpha>`)."""
+  setting off its default (`_zerosctx`, the controls': `_block<n>gram`, `_banunk`,
+  `_reppen<p>`, the strategy's own: `_lp<alpha>`)."""
   options = strategy_class(hps.search).Options.from_hparams(hps)
   context = "" if hps.first_step_context == "original" else f"_{hps.first_step_context}ctx"
   return (f"{options.dir_name(hps.search)}_{hps.min_dec_steps}mindec_{hps.max_dec_steps}maxdec"
-          f"{context}{options.dir_suffix()}")
+          f"{context}{controls.dir_suffix(hps)}{options.dir_suffix()}")

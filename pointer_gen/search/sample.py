@@ -1,19 +1,20 @@
 """Sampling (`--search=sample`): each article's one row draws its next token from the final
-distribution, [STOP] only from min_dec_steps on.
+distribution (after the decoding controls: controls/).
 
 A step's draw, as Hugging Face's `generate(do_sample=True)` orders it: the final distribution
-(p_gen * P_vocab + (1 - p_gen) * attention, article words included) raised to 1/--temperature
-and renormalised (the softmax of its log-probabilities / temperature), cut to its --top_k most
-probable tokens (0: no cut), then to the fewest most probable whose renormalised probabilities
-sum to at least --top_p (1: no cut), renormalised again. With --top_k=1, or a temperature near
-zero, it is greedy decoding (greedy.py), whose steps it shares: only `choose` differs.
+(p_gen * P_vocab + (1 - p_gen) * attention, article words included; controlled) raised to
+1/--temperature and renormalised (the softmax of its log-probabilities / temperature), cut to
+its --top_k most probable tokens (0: no cut), then to the fewest most probable whose
+renormalised probabilities sum to at least --top_p (1: no cut), renormalised again. With
+--top_k=1, or a temperature near zero, it is greedy decoding (greedy.py), whose steps it
+shares: only `choose` differs.
 
 The draw is keyed by --sample_seed, the article and the step, never by the slot or the batch:
 its uniform number is a fingerprint (FarmHash, tf.fingerprint) of (seed, article key, step), the
 article key one of its tokens and their positions (the extended ids the model reads). An
 article's summary is then the same in single-pass decode's slots, a one-batch search, eval's
 samples and the export, whatever it is decoded beside, and in every run with the same seed.
-Each summary's log_prob is the sum of the drawn tokens' log-probabilities in the model's own
+Each summary's log_prob is the sum of the drawn tokens' log-probabilities in the controlled
 final distribution (before temperature and cuts), as greedy decoding's.
 """
 
@@ -21,12 +22,9 @@ import dataclasses
 
 import tensorflow as tf
 
-from pointer_gen import layers
 from pointer_gen import settings as settings_lib
-from pointer_gen import vocab as vocab_lib
 from pointer_gen.search import contract
 from pointer_gen.search import greedy
-from pointer_gen.search.distribution import top_of_final_distribution
 
 # Bits of the fingerprint a uniform number takes: exact in a float64.
 _UNIFORM_BITS = 48
@@ -128,26 +126,24 @@ class Sampling(greedy.GreedySearch):
     return article_keys(memory["ext_ids"], memory["mask"])  # [N]: one row an article
 
   def choose(self, vocab_logits, attn, p_gen, memory, state, max_oovs):
-    probs, ids = self._candidates(vocab_logits, attn, p_gen, memory, max_oovs)  # [N, C]
-    allowed = ~(tf.equal(ids, vocab_lib.STOP_ID)
-                & (state.step < self.settings.min_dec_steps)[:, None])  # [N, C]
-    weights = kept_weights(probs, allowed, self.options)  # [N, C]
+    probs, ids = self._candidates(vocab_logits, attn, p_gen, memory, state,
+                                  max_oovs)  # [N, C]
+    weights = kept_weights(probs, probs > 0, self.options)  # [N, C]
     chosen = draw(weights, uniforms(self.options.sample_seed, state.hypotheses.article,
                                     state.step))  # [N]
     return tf.gather(ids, chosen, batch_dims=1), tf.gather(probs, chosen, batch_dims=1)
 
-  def _candidates(self, vocab_logits, attn, p_gen, memory, max_oovs):
-    """The tokens a draw chooses among, their final-distribution probabilities [N, C] and
-    extended ids [N, C]: with --top_k, the top_k + 1 most probable (one more, for a [STOP] too
-    early), found without building the distribution; else every token, in decreasing order of
-    probability where --top_p needs it (ties: the lower id first)."""
+  def _candidates(self, vocab_logits, attn, p_gen, memory, state, max_oovs):
+    """The tokens a draw chooses among, their controlled final-distribution probabilities
+    [N, C] and extended ids [N, C]: with --top_k, the top_k most probable (the shared step's
+    candidates); else every token, in decreasing order of probability where --top_p needs it
+    (ties: the lower id first). A token a control zeroed has probability 0: never drawn."""
     k, width = self.options.top_k, vocab_logits.shape[1]
+    view = self.view(state)
     if k and (width is None or k < width):
-      return top_of_final_distribution(vocab_logits, attn, p_gen, memory, k + 1)
-    dist = tf.nn.softmax(vocab_logits)  # [N, V]
-    if p_gen is not None:
-      dist = layers.final_distribution(dist, attn, p_gen, memory["ext_ids"],
-                                       max_oovs)  # [N, V + max_oovs]
+      return self.candidates(vocab_logits, attn, p_gen, memory, view, k, max_oovs)
+    dist = self.distribution(vocab_logits, attn, p_gen, memory, view,
+                             max_oovs)  # [N, V(+max_oovs)]
     ids = tf.broadcast_to(tf.range(tf.shape(dist)[1])[None, :], tf.shape(dist))  # [N, W]
     if k or self.options.top_p < 1.0:
       order = tf.argsort(dist, axis=1, direction="DESCENDING", stable=True)  # [N, W]
