@@ -29,7 +29,8 @@ flags.DEFINE_string("output", "", "Path of the vocab file to write.")
 flags.DEFINE_integer("max_size", 200000, "Most words to write (0 = all).", lower_bound=0)
 flags.DEFINE_enum("tokenizer", "whitespace", text.TOKENIZERS,
                   "whitespace for pre-tokenised data (.bin), punct for raw text, ptb for raw "
-                  "English as CNN/DM's original data.")
+                  "English as CNN/DM's original data, cjk for text written without spaces "
+                  "(Chinese, Japanese: each CJK ideograph or kana a token).")
 flags.DEFINE_bool("lowercase", False, "Lower-case the text before counting.")
 settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
 
