@@ -16,8 +16,9 @@ import unicodedata
 IDEOGRAPHS = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2EBEF),
               (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 KANA = ((0x3040, 0x30FF),)  # hiragana and katakana
-# Text for people writes no space between two tokens of these (text.written): the ideographs,
-# kana, and the CJK and full-width punctuation and symbols.
+# Text for people writes no space between two tokens of these, nor between one and a
+# punctuation or symbol character (text.written): the ideographs, kana, and the CJK and
+# full-width punctuation, symbols and forms.
 WRITTEN_TOGETHER = IDEOGRAPHS + KANA + ((0x3000, 0x303F), (0xFF00, 0xFFEF))
 
 # What tf.strings.split splits at: ASCII whitespace only.

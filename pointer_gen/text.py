@@ -59,7 +59,9 @@ _CJK_WRITTEN = "[" + cjk.re2_class(cjk.WRITTEN_TOGETHER) + "]"
 class _Tokenizer(typing.NamedTuple):
   split: typing.Callable  # (texts, lowercase) -> tokens, one more rank
   cut: str  # where tokenize_prefix may cut (above)
-  together: str | None = None  # tokens `written` without a space between two (None: none)
+  # The tokens `written` without a space between two, or beside a punctuation or symbol
+  # character (None: none).
+  together: str | None = None
 
 
 # Each --tokenizer. The one place the choices are declared: the flags, tools/make_vocab.py and
@@ -89,8 +91,9 @@ def tokenize(texts, tokenizer="whitespace", lowercase=False):
 def separators(tokens, tokenizer):
   """What text for people writes before each token of `tokens` (a ragged string tensor
   [B, (T)], the model's tokens as `tokenizer` makes them): nothing before a row's first token
-  and between two tokens that `tokenizer` writes together (cjk: two CJK characters), else a
-  space. [B, (T)]."""
+  and where `tokenizer` writes tokens together (cjk: between two CJK characters, and between
+  one and a punctuation or symbol character beside it, as the language writes `研究(MRP)`,
+  `“好课”的`), else a space. [B, (T)]."""
   flat = tokens.values  # [N]
   position = (tf.range(tf.size(flat, tf.int64))
               - tf.gather(tokens.row_starts(), tokens.value_rowids()))  # [N]
@@ -98,7 +101,9 @@ def separators(tokens, tokenizer):
   together = _of(tokenizer).together
   if together:
     joins = tf.strings.regex_full_match(flat, together)  # [N]
-    apart &= ~(joins & tf.concat([[False], joins[:-1]], 0))
+    mark = joins | tf.strings.regex_full_match(flat, _PUNCT_PATTERN)  # [N]
+    after = lambda x: tf.concat([[False], x[:-1]], 0)  # [N]: whether the token before is x
+    apart &= ~(mark & after(mark) & (joins | after(joins)))
   return tokens.with_values(tf.where(apart, " ", ""))
 
 

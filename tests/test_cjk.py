@@ -91,11 +91,15 @@ def test_prefix_tokens_are_the_whole_texts_first(lowercase):
   assert [w.decode("utf-8") for w in windows.numpy()] == ["研究采用的方法和", "共", "abc "]
 
 
-def test_written_puts_no_space_between_cjk_tokens():
+def test_written_puts_no_space_beside_cjk_tokens():
   words = ["采", "用", "的", "Rodrigues", "参", "数", "(", "MRP", ")", "，", "P", "＜", "0",
            ".", "05", "，", "差", "异", "カ", "ナ", "한국어", "😀", "好"]
+  # Nor between a CJK token and a punctuation or symbol character beside it; other words and
+  # marks are apart as for every tokenizer.
   assert text.written_text(words, "cjk") == (
-      "采用的 Rodrigues 参数 ( MRP ) ， P ＜ 0 . 05 ，差异カナ 한국어 😀 好")
+      "采用的 Rodrigues 参数( MRP )， P ＜ 0 . 05 ，差异カナ 한국어 😀好")
+  assert text.written_text(["课", "“", "好", "课", "”", "的", "Hello", ",", "World", "!", "你"],
+                           "cjk") == "课“好课”的 Hello , World !你"
   assert text.separators_of(["采", "用", "A", "B", "的"], "cjk") == ["", "", " ", " ", " "]
   # `shown` writes marked words with the tokens' separators.
   assert text.written_text(["研", "究", "x"], "cjk", ["__研__", "究", "x"]) == "__研__究 x"
