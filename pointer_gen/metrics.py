@@ -51,7 +51,8 @@ def _default_tokenizer(use_stemmer=True):
   return tokenizers.DefaultTokenizer(use_stemmer=use_stemmer)
 
 
-# Each --rouge_tokenizer: makes its tokenizer (stem: with the Porter stemmer, where it has one).
+# Each --rouge_tokenizer: makes its tokenizer (use_stemmer: with the Porter stemmer, where it
+# has one).
 _TOKENIZERS = {
     "default": _default_tokenizer,
     "whitespace": lambda use_stemmer=True: _WhitespaceTokenizer(),

@@ -50,7 +50,8 @@ def _split(pattern):
 # its own, and the final sigma's look stops at it (kana's iteration and prolonged sound marks
 # are case-ignorable, so they are no cuts).
 _SPACE_CUT = "[ \n]"
-_CUT_KANA = cjk.re2_class(((0x3041, 0x3096), (0x309F, 0x309F), (0x30A1, 0x30FA), (0x30FF, 0x30FF)))
+_CUT_KANA = cjk.re2_class(((0x3041, 0x3096), (0x309F, 0x309F), (0x30A1, 0x30FA),
+                           (0x30FF, 0x30FF)))
 
 # The tokens that text for people writes without a space between two of them (`written`).
 _CJK_WRITTEN = "[" + cjk.re2_class(cjk.WRITTEN_TOGETHER) + "]"
@@ -102,9 +103,13 @@ def separators(tokens, tokenizer):
   if together:
     joins = tf.strings.regex_full_match(flat, together)  # [N]
     mark = joins | tf.strings.regex_full_match(flat, _PUNCT_PATTERN)  # [N]
-    after = lambda x: tf.concat([[False], x[:-1]], 0)  # [N]: whether the token before is x
-    apart &= ~(mark & after(mark) & (joins | after(joins)))
+    apart &= ~(mark & _shifted(mark) & (joins | _shifted(joins)))
   return tokens.with_values(tf.where(apart, " ", ""))
+
+
+def _shifted(values):
+  """[N] bool: the value of the token before each (False for the first)."""
+  return tf.concat([[False], values[:-1]], 0)
 
 
 def written(tokens, tokenizer, shown=None):
@@ -153,8 +158,8 @@ def tokenize_prefix(text, max_tokens, tokenizer="whitespace", lowercase=False,
   """The first `max_tokens` tokens of `tokenize(text, tokenizer, lowercase)` for a scalar
   string `text`, read from only as much of the text as they need: a window of its first
   `first_window` bytes (WINDOW_BYTES_PER_TOKEN per token by default), cut at its last safe
-  place (the tokenizer's cut) and tokenised; while that gives fewer tokens (or ptb cannot vouch for them), a
-  window twice as long, up to the whole text. The cost follows the tokens wanted, not the text.
+  place (the tokenizer's `cut`) and tokenised; while that gives fewer tokens (or ptb cannot
+  vouch for them), a window twice as long, up to the whole text. The cost follows the tokens wanted, not the text.
 
   repair_utf8: invalid UTF-8 becomes U+FFFD in the window, as unicode_transcode does it to the
   whole text up to any ASCII byte, the cut's included.
@@ -198,8 +203,8 @@ def _tokenize_cut(prefix, cut, tokenizer, lowercase):
   when `cut`, the text up to a cut) and whether they are the first tokens of the whole
   text whatever follows (a bool of prefix's shape).
 
-  whitespace, punct, cjk: always (see _SPACE_CUT). ptb: each line alone, so a cut after a line break is
-  always safe. Within a line, cut at (after) a space that follows a word w of [a-z]+ after a
+  whitespace, punct, cjk: always (see the cuts' comment). ptb: each line alone, so a cut after a
+  line break is always safe. Within a line, cut at (after) a space that follows a word w of [a-z]+ after a
   space or the line's start, every pass of ptb.py makes the same text before the space of the
   cut line as of the whole line, and leaves the space and w's letters:
   - a rule that matches across a space needs before it something else than w's last letter: a
