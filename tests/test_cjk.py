@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import finish_tool_runs
 from helpers import load_tool
-from helpers import start_tool_runs
 from pointer_gen import attention_view
 from pointer_gen import cjk
 from pointer_gen import config
@@ -178,17 +176,30 @@ def test_csl_titles_vocab_holds_single_ideographs(csl_titles, tmp_path):
   """tools/make_vocab.py --tokenizer=cjk on csl_titles's train split: no token holds two
   ideographs; the ROUGE tokenizer's plain-Python rule gives the TF tokens on every text."""
   output = tmp_path / "vocab"
-  process = start_tool_runs("make_vocab.py", [[
-      f"--data_path={csl_titles / 'train.jsonl'}", f"--output={output}", "--tokenizer=cjk"]])
+  load_tool("make_vocab").make_vocab(str(csl_titles / "train.jsonl"), "auto", str(output), 0,
+                                     "cjk", False)
   rows = _jsonl(csl_titles / "val.jsonl")
   texts = [r["article"] for r in rows] + [r["abstract"] for r in rows]
   assert [cjk.tokens(t.lower()) for t in texts] == _tokens(texts, lowercase=True)
-  ((code, _, err),) = finish_tool_runs(process, timeout=300)
-  assert code == 0, err
   words = [line.rsplit(" ", 1)[0] for line in output.read_text(encoding="utf-8").splitlines()]
   assert len(words) > 4000 and words[0] == "的"
   assert [w for w in words if sum(cjk.has_cjk(c) for c in w) > 1] == []
   assert json.loads((tmp_path / "vocab.tokenization.json").read_text())["tokenizer"] == "cjk"
+
+
+def test_lead_baseline_scores_each_articles_first_characters(tmp_path):
+  """N = round((4 + 2) / 2) = 3. 基于M vs 基于研究 (tokens 基 于 m): 2 of 3 and of 4 match, F
+  4/7; 研究方 vs 方法: 1 of 3 and of 2, F 0.4."""
+  data = tmp_path / "val.jsonl"
+  data.write_text("".join(json.dumps({"article": a, "abstract": t}, ensure_ascii=False) + "\n"
+                          for a, t in (("基于MRP的研究", "基于研究"), ("研究方法", "方法"))),
+                  encoding="utf-8")
+  lead_baseline = load_tool("lead_baseline").lead_baseline
+  lead_chars, result = lead_baseline(str(data), "auto", "cjk", True, "cjk")
+  assert lead_chars == 3
+  assert result["per_example"]["rouge_1"] == pytest.approx([4 / 7, 0.4])
+  assert lead_baseline(str(data), "auto", "cjk", True, "cjk", lead_chars=2)[1]["per_example"][
+      "rouge_1"] == pytest.approx([2 / 3, 0.0])
 
 
 def _decode_hparams(data_path, **changes):

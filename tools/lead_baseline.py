@@ -27,16 +27,22 @@ from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data_path", "", "Glob of the data files (JSONL, .bin, TFRecord) to score.")
-flags.DEFINE_enum("data_format", "auto", ("auto",) + data_formats.NAMES,
-                  "Format of the input files; auto goes by the file extension.")
-flags.DEFINE_enum("tokenizer", "cjk", text.TOKENIZERS, "How the lead and the references become "
-                  "the tokens ROUGE's files hold (the run's --tokenizer).")
-flags.DEFINE_bool("lowercase", False, "Lower-case them too (the run's --lowercase).")
-flags.DEFINE_enum("rouge_tokenizer", "cjk", metrics.TOKENIZERS, metrics.TOKENIZERS_HELP)
-flags.DEFINE_integer("lead_chars", 0, "Characters of each article taken; 0: the mean length of "
-                     "the references in characters, rounded.", lower_bound=0)
-settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
+
+
+def define_flags():
+  """Called only when run as a script, so that tests can import lead_baseline beside
+  pointer_gen's own flags (of the same names)."""
+  flags.DEFINE_string("data_path", "", "Glob of the data files (JSONL, .bin, TFRecord) to "
+                      "score.")
+  flags.DEFINE_enum("data_format", "auto", ("auto",) + data_formats.NAMES,
+                    "Format of the input files; auto goes by the file extension.")
+  flags.DEFINE_enum("tokenizer", "cjk", text.TOKENIZERS, "How the lead and the references "
+                    "become the tokens ROUGE's files hold (the run's --tokenizer).")
+  flags.DEFINE_bool("lowercase", False, "Lower-case them too (the run's --lowercase).")
+  flags.DEFINE_enum("rouge_tokenizer", "cjk", metrics.TOKENIZERS, metrics.TOKENIZERS_HELP)
+  flags.DEFINE_integer("lead_chars", 0, "Characters of each article taken; 0: the mean length "
+                       "of the references in characters, rounded.", lower_bound=0)
+  settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
 
 
 def lead_baseline(data_path, data_format, tokenizer, lowercase, rouge_tokenizer, lead_chars=0,
@@ -75,4 +81,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)
