@@ -19,9 +19,10 @@ but only servers that run XLA can serve it.
 
 Signatures:
   serving_default  article tf.string [B] ->
-      summary     tf.string [B]                    the words as text for people: joined by
-                                                   single spaces, none between two CJK
-                                                   characters (--tokenizer=cjk: text.written)
+      summary     tf.string [B]                    the words as text for people
+                                                   (text.written): joined by single spaces;
+                                                   --tokenizer=cjk: none between two CJK
+                                                   characters, nor beside their punctuation
       tokens      tf.string [B, max_dec_steps]     the summary's words, "" after its end
       log_prob    tf.float32 [B]                   sum of the log-probabilities of the summary's
                                                    tokens, the final [STOP] included

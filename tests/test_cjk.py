@@ -71,9 +71,9 @@ def test_each_rule_on_hand_written_cases():
 
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_prefix_tokens_are_the_whole_texts_first(lowercase):
-  """tokenize_prefix, from windows that end at every byte (inside characters of 1 to 4 bytes),
-  gives the whole text's first tokens; a long Chinese text is cut after ideographs, not read
-  whole."""
+  """tokenize_prefix, from first windows that end at every third byte and their doublings
+  (inside characters of 1 to 4 bytes), gives the whole text's first tokens; Chinese is cut after
+  its last ideograph, not read whole."""
   article = "".join(t for t, _ in CASES) + "ΑΣ中Σ文 ΣΑ"  # a final sigma before an ideograph
   whole = [t.decode("utf-8") for t in text.tokenize(article, "cjk", lowercase).numpy()]
   prefix = tf.function(lambda a, n, w: text.tokenize_prefix(a, n, "cjk", lowercase,
@@ -167,6 +167,9 @@ def test_attention_record_and_eval_text_are_written_as_the_language(tmp_path):
   assert '>究</span><span class="dec" title="p_gen = 1.000"' in page
   assert '>了</span> <span class="dec" title="p_gen = 0.750"' in page
   assert "<span>研究方法。结论</span>" in page
+  with pytest.raises(ValueError, match="^record: decoded_separators has 3 entries but "
+                     "decoded_lst has 4 words$"):
+    load_tool("attention_html").render({**record, "decoded_separators": ["", "", ""]}, "record")
   markdown = eval_samples.markdown(Summary, ["研", "究", "MRP"], True, "cjk")
   assert "**研*****究***了 **MRP**" in markdown
   assert "研究方法。结论" in markdown
