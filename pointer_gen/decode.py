@@ -111,12 +111,19 @@ def reference_sentences(abstract, tokenizer, lowercase):
   spaces: tokenised and cased as the articles (`HParams.reads`), so that raw text's references
   are those its prepared data (.bin) holds, and ROUGE scores a summary of either alike. ptb
   gives each line its own period, as the prepared data's sentences have."""
-  lines = [line for line in abstract.split("\n") if line.strip()]
-  if not lines:
-    return []
-  tokens = text.tokenize(tf.constant(lines, tf.string), tokenizer, lowercase)  # [S, (tokens)]
-  sentences = (" ".join(t.decode("utf-8") for t in row) for row in tokens.to_list())
-  return [s for s in sentences if s]
+  return references_sentences([abstract], tokenizer, lowercase)[0]
+
+
+def references_sentences(abstracts, tokenizer, lowercase):
+  """reference_sentences of each of `abstracts`, tokenised in one call."""
+  lines = [[line for line in abstract.split("\n") if line.strip()] for abstract in abstracts]
+  flat = [line for abstract_lines in lines for line in abstract_lines]
+  if not flat:
+    return [[] for _ in abstracts]
+  tokens = text.tokenize(tf.constant(flat, tf.string), tokenizer, lowercase)  # [S, (tokens)]
+  sentences = iter([" ".join(t.decode("utf-8") for t in row) for row in tokens.to_list()])
+  return [[s for s in itertools.islice(sentences, len(abstract_lines)) if s]
+          for abstract_lines in lines]
 
 
 # The references --rouge_tokenizer is tried on before a single-pass decode starts.
@@ -128,8 +135,8 @@ def check_rouge_tokenizer(hps):
   --data_path's first REFERENCES_CHECKED references (the default one on Chinese or Vietnamese),
   naming the share and the tokenizer to use: a decode would end with ROUGE of what is left."""
   records = itertools.islice(data.files_of(hps).read(SkipCounter()), REFERENCES_CHECKED)
-  references = [reference_sentences("\n".join(r.abstract_sentences), *hps.reads)
-                for r in records]
+  references = references_sentences(["\n".join(r.abstract_sentences) for r in records],
+                                    *hps.reads)
   share = metrics.lost_share(references, hps.rouge_tokenizer)
   if share is not None and share > metrics.MAX_LOST_SHARE:
     raise DataError(

@@ -55,10 +55,10 @@ def lead_baseline(data_path, data_format, tokenizer, lowercase, rouge_tokenizer,
   if not lead_chars:
     lead_chars = round(float(np.mean([sum(len(s) for s in r.abstract_sentences)
                                       for r in records])))
-  decoded = [decode.reference_sentences(r.article[:lead_chars], tokenizer, lowercase)
-             for r in records]
-  references = [decode.reference_sentences("\n".join(r.abstract_sentences), tokenizer,
-                                           lowercase) for r in records]
+  decoded = decode.references_sentences([r.article[:lead_chars] for r in records], tokenizer,
+                                        lowercase)
+  references = decode.references_sentences(["\n".join(r.abstract_sentences) for r in records],
+                                           tokenizer, lowercase)
   return lead_chars, metrics.rouge(decoded, references, tokenizer=rouge_tokenizer)
 
 
