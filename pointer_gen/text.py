@@ -136,8 +136,9 @@ def separators_of(words, tokenizer):
 
 def written_sentences(sentences, tokenizer):
   """Sentences of space-separated tokens (a summary as the ROUGE files hold it), one after
-  another as text for people."""
-  return written_text(" ".join(sentences).split(), tokenizer)
+  another as text for people. Split at the spaces that join them only: a token may hold other
+  whitespace (ptb's `<p\xa0class=x>`)."""
+  return written_text([t for s in sentences for t in s.split(" ") if t], tokenizer)
 
 
 def written_text(words, tokenizer, shown=None):

@@ -106,6 +106,10 @@ def test_written_puts_no_space_beside_cjk_tokens():
     assert text.written_text(["采", "用", "a"], tokenizer) == "采 用 a"
     assert not text.writes_together(tokenizer)
   assert text.written_text([], "cjk") == ""
+  # Sentences of tokens (the reference files' lines) are split at the joining spaces only.
+  assert text.written_sentences(["<p\xa0x> a", "b ."], "ptb") == "<p\xa0x> a b ."
+  assert text.written_sentences(["研 究 。", "结 论"], "cjk") == "研究。结论"
+  assert text.written_sentences([], "cjk") == ""
   rows = tf.ragged.constant([["中", "文"], [], ["a", "中", "文", "b"]])
   assert text.written(rows, "cjk").numpy().tolist() == [
       "中文".encode(), b"", "a 中文 b".encode()]
