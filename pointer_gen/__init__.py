@@ -16,6 +16,8 @@ The base, which every layer may use:
   precision            `--precision`: the Keras dtype policy, float32 or mixed_bfloat16
   distribute           `--strategy`: one device, local GPUs, many workers, TPU
   tensorboard_log      TensorBoard scalars, text and pictures written with core TensorFlow alone
+  cjk                  text written without spaces: the characters `--tokenizer=cjk` splits
+                       off, and its rule in plain Python for ROUGE
   metrics              ROUGE with intervals, n-gram figures (no TensorFlow)
   run_lock             one trainer per run directory: the flock on `<run>/trainer.lock`
   checkpoints          where checkpoints live; which one each mode loads and how it restores it

@@ -50,17 +50,24 @@ def article_tokens(article, reads, max_enc_steps):
   return [t.decode("utf-8") for t in tokens.numpy()]
 
 
-def record(summary, article, pointer_gen):
+def record(summary, article, pointer_gen, tokenizer="whitespace"):
   """The attention record of a decode.Summary whose article's tokens are `article`
-  (article_tokens). OOVs are marked `__word__`; a row for each summary word ([STOP] left out)."""
+  (article_tokens). OOVs are marked `__word__`; a row for each summary word ([STOP] left out).
+  `tokenizer`: the run's raw tokenizer; for one whose text for people writes some tokens
+  without a space between (text.written: cjk), the reference is written so, and the record
+  holds what goes before each summary word and article token (`decoded_separators`,
+  `article_separators`), for tools/attention_html.py."""
   result = {
       "article_lst": [f"__{w}__" if w in summary.oovs else w for w in article],
       "decoded_lst": [f"__{w}__" if w in summary.oovs else w for w in summary.words],
-      "abstract_str": " ".join(summary.reference),
+      "abstract_str": text.written_sentences(summary.reference, tokenizer),
       "attn_dists": summary.attn[:len(summary.words)].tolist(),
   }
   if pointer_gen:
     result["p_gens"] = summary.p_gens[:len(summary.words)].tolist()
+  if text.writes_together(tokenizer):
+    result["decoded_separators"] = text.separators_of(summary.words, tokenizer)
+    result["article_separators"] = text.separators_of(article, tokenizer)
   return result
 
 

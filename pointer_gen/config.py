@@ -6,6 +6,7 @@ import os
 from absl import flags
 
 from pointer_gen import attention
+from pointer_gen import metrics
 from pointer_gen import settings
 from pointer_gen.errors import DataError
 from pointer_gen.formats import data_files
@@ -35,7 +36,9 @@ def define_flags():
                 "How the data files' text is split into tokens. whitespace: the text is "
                 "pre-tokenised (.bin: CNN/DM's finished_files, vietnews); punct: also split "
                 "punctuation off words (raw JSONL text); ptb: raw English as the original's "
-                "CNN/DM data (CoreNLP 3.7.0's PTBTokenizer, a period added to each line).")
+                "CNN/DM data (CoreNLP 3.7.0's PTBTokenizer, a period added to each line); cjk: "
+                "as punct, and each CJK ideograph or kana a token of its own (Chinese, "
+                "Japanese: text written without spaces).")
   f.DEFINE_boolean("lowercase", False, "Lower-case text before tokenising (raw JSONL text).")
   f.DEFINE_enum("raw_tokenizer", None, list(TOKENIZERS),
                 "How raw text became the tokens of pre-tokenised data, and so of the model: "
@@ -128,9 +131,8 @@ def define_flags():
                   "ROUGE and metrics.json, inside the run directory (or a path). Empty: the "
                   "original's decode_<split>_<settings>_ckpt-<step>, with the data's format after "
                   "the split when it is not .bin (decode_test_jsonl_...).")
-  f.DEFINE_enum("rouge_tokenizer", "default", ["default", "whitespace"],
-                "default: rouge-score's English tokenizer (keeps only [a-z0-9]); whitespace: "
-                "lower-case and split on spaces, for other languages.")
+  f.DEFINE_enum("rouge_tokenizer", "default", list(metrics.TOKENIZERS), metrics.TOKENIZERS_HELP
+                + " One that loses most of the data's first references is refused.")
   f.DEFINE_enum("first_step_context", "original", list(FIRST_STEP_CONTEXTS), "The search's "
                 "step 0 (decode, export and eval's samples). original: as the original's "
                 "decode, the context and, with coverage, one extra coverage term from an "

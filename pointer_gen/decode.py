@@ -20,6 +20,7 @@ from pointer_gen import data
 from pointer_gen import files
 from pointer_gen import metrics
 from pointer_gen import model as model_lib
+from pointer_gen import raw_text
 from pointer_gen import reference_scores
 from pointer_gen import stopping
 from pointer_gen import tensorboard_log
@@ -28,6 +29,7 @@ from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import make_output_dir
 from pointer_gen.formats import registry as formats_registry
+from pointer_gen.formats.skips import SkipCounter
 from pointer_gen.search import contract
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import registry as strategies
@@ -112,12 +114,39 @@ def reference_sentences(abstract, tokenizer, lowercase):
   spaces: tokenised and cased as the articles (`HParams.reads`), so that raw text's references
   are those its prepared data (.bin) holds, and ROUGE scores a summary of either alike. ptb
   gives each line its own period, as the prepared data's sentences have."""
-  lines = [line for line in abstract.split("\n") if line.strip()]
-  if not lines:
-    return []
-  tokens = text.tokenize(tf.constant(lines, tf.string), tokenizer, lowercase)  # [S, (tokens)]
-  sentences = (" ".join(t.decode("utf-8") for t in row) for row in tokens.to_list())
-  return [s for s in sentences if s]
+  return references_sentences([abstract], tokenizer, lowercase)[0]
+
+
+def references_sentences(abstracts, tokenizer, lowercase):
+  """reference_sentences of each of `abstracts`, tokenised in one call."""
+  lines = [[line for line in abstract.split("\n") if line.strip()] for abstract in abstracts]
+  flat = [line for abstract_lines in lines for line in abstract_lines]
+  if not flat:
+    return [[] for _ in abstracts]
+  tokens = text.tokenize(tf.constant(flat, tf.string), tokenizer, lowercase)  # [S, (tokens)]
+  sentences = iter([" ".join(t.decode("utf-8") for t in row) for row in tokens.to_list()])
+  return [[s for s in itertools.islice(sentences, len(abstract_lines)) if s]
+          for abstract_lines in lines]
+
+
+# The references --rouge_tokenizer is tried on before a single-pass decode starts.
+REFERENCES_CHECKED = 100
+
+
+def check_rouge_tokenizer(hps):
+  """Raises DataError when --rouge_tokenizer loses over metrics.MAX_LOST_SHARE of the tokens of
+  --data_path's first REFERENCES_CHECKED references (the default one on Chinese or Vietnamese),
+  naming the share and the tokenizer to use: a decode would end with ROUGE of what is left."""
+  records = itertools.islice(data.files_of(hps).read(SkipCounter()), REFERENCES_CHECKED)
+  references = references_sentences(["\n".join(r.abstract_sentences) for r in records],
+                                    *hps.reads)
+  share = metrics.lost_share(references, hps.rouge_tokenizer)
+  if share is not None and share > metrics.MAX_LOST_SHARE:
+    raise DataError(
+        f"--rouge_tokenizer={hps.rouge_tokenizer} drops or breaks up {100 * share:.1f} % of "
+        f"the reference tokens of the first {len(references)} examples of "
+        f"--data_path={hps.data_path}: ROUGE would score what is left of them. Use "
+        f"--rouge_tokenizer={metrics.suggested_tokenizer(references)}")
 
 
 @contextlib.contextmanager
@@ -449,8 +478,8 @@ def _read_lines(path):
     return [line.rstrip("\n") for line in f if line.strip()]
 
 
-def _marked(words, oovs):
-  return " ".join(f"__{w}__" if w in oovs else w for w in words)
+def _marked(words, oovs, tokenizer="whitespace"):
+  return text.written_text(words, tokenizer, [f"__{w}__" if w in oovs else w for w in words])
 
 
 class CheckpointFollowingDecoder:
@@ -462,6 +491,7 @@ class CheckpointFollowingDecoder:
     self.hps, self.vocab, self.model = hps, vocab, model
     self.ckpt_path = ckpt_path
     self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
+    self.writes = raw_text.applied(hps)[0]  # the tokenizer whose text.written the logs show
     self.dir = os.path.join(hps.run_dir, "decode")
     self.vis_dir = os.path.join(self.dir, "attn_vis")
     self.count = 0  # the examples this run decoded and wrote
@@ -493,8 +523,9 @@ class CheckpointFollowingDecoder:
       summary = Summary(self.vocab, result, example, self.reads)
       article_words = summary.article.split()[:self.hps.max_enc_steps]
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
-      logging.info("REFERENCE SUMMARY: %s", " ".join(summary.reference))
-      logging.info("GENERATED SUMMARY: %s", _marked(summary.words, summary.oovs))
+      logging.info("REFERENCE SUMMARY: %s", text.written_sentences(summary.reference,
+                                                                  self.writes))
+      logging.info("GENERATED SUMMARY: %s", _marked(summary.words, summary.oovs, self.writes))
       with stopping.critical():
         self._write_attention(index, example, summary)
       index += 1
@@ -522,7 +553,7 @@ class CheckpointFollowingDecoder:
   def _write_attention(self, index, example, summary):
     article = attention_view.article_tokens(example["article"], self.reads,
                                             self.hps.max_enc_steps)
-    record = attention_view.record(summary, article, self.model.pointer_gen)
+    record = attention_view.record(summary, article, self.model.pointer_gen, self.writes)
     payload = json.dumps(record, ensure_ascii=False)
     if self.hps.max_attn_vis_files:
       files.write_text_atomic(os.path.join(self.vis_dir, f"{index:06d}.json"), payload)
@@ -535,6 +566,8 @@ class CheckpointFollowingDecoder:
 
 def run(hps, vocab):
   """Decodes with --search's strategy, the beam search by default."""
+  if hps.single_pass:
+    check_rouge_tokenizer(hps)
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   checkpoints.restore_weights(model, ckpt_path)

@@ -27,9 +27,11 @@ import numpy as np
 from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
 from pointer_gen import data
+from pointer_gen import raw_text
 from pointer_gen import decode
 from pointer_gen import stopping
 from pointer_gen import tensorboard_log
+from pointer_gen import text
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
 
@@ -52,8 +54,9 @@ def escape(words):
   return "".join(f"\\{c}" if c in _MARKDOWN_SPECIAL else c for c in words)
 
 
-def markdown(summary, article, pointer_gen):
-  """The text of one sample: a decode.Summary whose article's tokens are `article`."""
+def markdown(summary, article, pointer_gen, tokenizer="whitespace"):
+  """The text of one sample: a decode.Summary whose article's tokens are `article`, written
+  for people as `tokenizer` (the run's raw tokenizer: text.written) writes them."""
   in_article = set(article)
 
   def marked(word):
@@ -62,13 +65,16 @@ def markdown(summary, article, pointer_gen):
       shown = f"*{shown}*"
     return f"**{shown}**" if word in in_article else shown
 
-  start = " ".join(f"*{escape(w)}*" if w in summary.oovs else escape(w)
-                   for w in article[:ARTICLE_START_TOKENS])
+  shown = article[:ARTICLE_START_TOKENS]
+  start = text.written_text(shown, tokenizer, [f"*{escape(w)}*" if w in summary.oovs
+                                               else escape(w) for w in shown])
   more = " …" if len(article) > ARTICLE_START_TOKENS else ""
   lines = [
       f"**Summary** ({len(summary.words)} words; **bold**: in the article, *italics*: out of "
-      "the vocabulary)", "", " ".join(marked(w) for w in summary.words) or "(empty)", "",
-      "**Reference**", "", escape(" ".join(summary.reference)), "",
+      "the vocabulary)", "",
+      text.written_text(summary.words, tokenizer, [marked(w) for w in summary.words])
+      or "(empty)", "",
+      "**Reference**", "", escape(text.written_sentences(summary.reference, tokenizer)), "",
       f"**Article** ({_tokens_shown(len(article))})", "", start + more]
   if pointer_gen:
     lines += ["", "| # | word | p_gen |", "|---:|---|---:|"]
@@ -94,6 +100,7 @@ class Samples:
     source.raise_if_failed()
     self.examples = [next(decode.examples([batch])) for batch in self.batches]
     self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
+    self.writes = raw_text.applied(hps)[0]  # the tokenizer whose text.written the text shows
     self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
                      for e in self.examples]
     self.search = decode.make_search(model, strategies.make(
@@ -111,7 +118,8 @@ class Samples:
         break
       (result,) = decode.run_search(self.search, batch)
       summary = decode.Summary(self.vocab, result, example, self.reads)
-      decoded.append((summary, attention_view.record(summary, article, self.pointer_gen)))
+      decoded.append((summary, attention_view.record(summary, article, self.pointer_gen,
+                                                     self.writes)))
     return decoded
 
   def write(self, step, writer):
@@ -122,8 +130,9 @@ class Samples:
       return  # stopped
     with writer.as_default():
       for i, ((summary, record), article) in enumerate(zip(decoded, self.articles)):
-        tensorboard_log.text(f"samples/text_{i}", markdown(summary, article, self.pointer_gen),
-                             step, TEXT_DESCRIPTION)
+        tensorboard_log.text(f"samples/text_{i}",
+                             markdown(summary, article, self.pointer_gen, self.writes), step,
+                             TEXT_DESCRIPTION)
         tensorboard_log.image(f"samples/attention_{i}", attention_view.image(record), step,
                               IMAGE_DESCRIPTION)
       for tag, value in self.figures([summary for summary, _ in decoded]).items():

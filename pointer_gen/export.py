@@ -19,7 +19,10 @@ but only servers that run XLA can serve it.
 
 Signatures:
   serving_default  article tf.string [B] ->
-      summary     tf.string [B]                    words joined by single spaces
+      summary     tf.string [B]                    the words as text for people
+                                                   (text.written): joined by single spaces;
+                                                   --tokenizer=cjk: none between two CJK
+                                                   characters, nor beside their punctuation
       tokens      tf.string [B, max_dec_steps]     the summary's words, "" after its end
       log_prob    tf.float32 [B]                   sum of the log-probabilities of the summary's
                                                    tokens, the final [STOP] included
@@ -55,6 +58,7 @@ from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import model as model_lib
 from pointer_gen import raw_text
+from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.search import contract
@@ -167,8 +171,8 @@ class Summarizer(tf.Module):
                        batch_dims=1)  # [B, T]
     tokens = tf.where(is_word, tf.where(ids < vocab_size, in_vocab, copied), "")  # [B, T]
     num_words = tf.reduce_sum(tf.cast(is_word, tf.int32), axis=1)  # [B]
-    summary = tf.strings.reduce_join(tf.RaggedTensor.from_tensor(tokens, lengths=num_words),
-                                     axis=1, separator=" ")  # [B]
+    summary = text.written(tf.RaggedTensor.from_tensor(tokens, lengths=num_words),
+                           raw_text.applied(self._hps)[0])  # [B]
     return generated, is_word, tokens, summary
 
   def _summarize(self, article, keep_attention):

@@ -12,7 +12,7 @@ import collections
 
 import numpy as np
 
-TOKENIZERS = ("default", "whitespace")
+from pointer_gen import cjk
 
 # Our result keys (the original's pyrouge names) -> rouge-score's rouge types. rougeLsum is the
 # summary-level LCS over newline-separated sentences, which is what ROUGE-1.5.5 reports as ROUGE-L
@@ -38,14 +38,68 @@ class _WhitespaceTokenizer:
     return text.lower().split()
 
 
+class _CjkTokenizer:
+  """Lower-cases and splits as --tokenizer=cjk (cjk.tokens): each CJK ideograph or kana, and
+  each punctuation or symbol character, a token; ROUGE over characters for Chinese."""
+
+  def tokenize(self, text):
+    return cjk.tokens(text.lower())
+
+
+def _default_tokenizer(use_stemmer=True):
+  from rouge_score import tokenizers  # pylint: disable=g-import-not-at-top
+  return tokenizers.DefaultTokenizer(use_stemmer=use_stemmer)
+
+
+# Each --rouge_tokenizer: makes its tokenizer (use_stemmer: with the Porter stemmer, where it
+# has one).
+_TOKENIZERS = {
+    "default": _default_tokenizer,
+    "whitespace": lambda use_stemmer=True: _WhitespaceTokenizer(),
+    "cjk": lambda use_stemmer=True: _CjkTokenizer(),
+}
+TOKENIZERS = tuple(_TOKENIZERS)
+# The help of --rouge_tokenizer.
+TOKENIZERS_HELP = ("default: rouge-score's English tokenizer (keeps only [a-z0-9], Porter "
+                   "stemming); whitespace: lower-case and split on spaces, for other languages; "
+                   "cjk: lower-case and split as --tokenizer=cjk (each CJK character a token: "
+                   "ROUGE over characters), for text written without spaces.")
+
+
 def _scorer(tokenizer):
   from rouge_score import rouge_scorer  # pylint: disable=g-import-not-at-top
   if tokenizer not in TOKENIZERS:
     raise ValueError(f"tokenizer={tokenizer!r}: expected one of {', '.join(TOKENIZERS)}")
-  custom = _WhitespaceTokenizer() if tokenizer == "whitespace" else None
-  # use_stemmer only affects the default tokenizer; a custom tokenizer replaces it entirely.
-  return rouge_scorer.RougeScorer(list(_ROUGE_TYPES.values()), use_stemmer=True,
-                                  tokenizer=custom)
+  return rouge_scorer.RougeScorer(list(_ROUGE_TYPES.values()),
+                                  tokenizer=_TOKENIZERS[tokenizer]())
+
+
+# A ROUGE tokenizer that loses more than this share of the references' tokens scores what is
+# left of them (docs/decoding.md): refused before a decode starts.
+MAX_LOST_SHARE = 0.5
+
+
+def lost_share(references, tokenizer):
+  """The share of the references' tokens (each a list of sentence strings of tokens, as the
+  reference files hold them, lower-cased) that `tokenizer` does not give back as tokens:
+  dropped, or cut into pieces (the default tokenizer's fate of `việt`, `,` or `研究`). Stemming
+  is left out: it changes words, not what is scored. None without tokens."""
+  scorer_tokenizer = _TOKENIZERS[tokenizer](use_stemmer=False)
+  total = kept = 0
+  for sentences in references:
+    for sentence in sentences:
+      wanted = collections.Counter(sentence.lower().split())
+      got = collections.Counter(scorer_tokenizer.tokenize(sentence))
+      total += sum(wanted.values())
+      kept += sum((wanted & got).values())
+  return 1 - kept / total if total else None
+
+
+def suggested_tokenizer(references):
+  """The ROUGE tokenizer for references that the default one mangles: cjk for text holding CJK
+  characters, whitespace for the rest."""
+  return ("cjk" if any(cjk.has_cjk(s) for sentences in references for s in sentences)
+          else "whitespace")
 
 
 def rouge(decoded, references, tokenizer="default", confidence=0.95, n_samples=1000, seed=0):
@@ -54,8 +108,9 @@ def rouge(decoded, references, tokenizer="default", confidence=0.95, n_samples=1
   Args:
     decoded: list of summaries, each a list of sentence strings.
     references: list of reference summaries in the same order and format.
-    tokenizer: "default" (rouge-score's English tokenizer with Porter stemming) or "whitespace"
-      (lower-case + whitespace split, for languages other than English).
+    tokenizer: "default" (rouge-score's English tokenizer with Porter stemming), "whitespace"
+      (lower-case + whitespace split, for languages other than English) or "cjk" (lower-case,
+      split as --tokenizer=cjk: ROUGE over characters for Chinese).
     confidence: width of the confidence interval.
     n_samples: bootstrap resamples.
     seed: seeds numpy's global RNG, which rouge-score's bootstrap draws from, so that repeated

@@ -3,15 +3,21 @@
 Everything here is TensorFlow ops so that a SavedModel tokenises exactly as training did.
 """
 
+import typing
+
 import tensorflow as tf
 
+from pointer_gen import cjk
 from pointer_gen import ptb
-
-TOKENIZERS = ("whitespace", "punct", "ptb")
 
 # Splits punctuation off words for raw text (JSONL); pre-tokenised data such as CNN/DM's
 # finished_files and vietnews use "whitespace" and keep their own tokens untouched.
 _PUNCT_PATTERN = r"([\p{P}\p{S}])"
+
+# The characters --tokenizer=cjk makes tokens of their own besides those: ideographs and kana.
+_IDEOGRAPHS = cjk.re2_class(cjk.IDEOGRAPHS)
+_KANA = cjk.re2_class(cjk.KANA)
+_CJK_PATTERN = r"([\p{P}\p{S}" + _IDEOGRAPHS + _KANA + "])"
 
 # make_datafiles.py, which wrote CNN/DM's data after CoreNLP, appends " ." to a line unless its
 # last byte is one of these ASCII characters (so a line ending in -RRB- gets one; the last byte
@@ -21,31 +27,131 @@ _ENDS_SENTENCE = r"(?s).*[.!?'`\")]"
 _HIGHLIGHT_LINE = r".*@highlight.*"
 
 
-def tokenize(texts, tokenizer="whitespace", lowercase=False):
-  """Splits a string tensor of any shape into a ragged tensor of tokens (one more rank)."""
-  if tokenizer not in TOKENIZERS:
-    raise ValueError(f"--tokenizer={tokenizer!r}: expected one of {', '.join(TOKENIZERS)}")
-  texts = tf.convert_to_tensor(texts, tf.string)
-  if tokenizer == "ptb":
-    return _tokenize_ptb(texts, lowercase)
-  if lowercase:
-    texts = tf.strings.lower(texts, encoding="utf-8")
-  if tokenizer == "punct":
-    texts = tf.strings.regex_replace(texts, _PUNCT_PATTERN, r" \1 ")
-  return tf.strings.split(texts)
+def _split(pattern):
+  """A tokenizer that splits at whitespace, `pattern`'s matches (one group) tokens of their own."""
 
+  def split(texts, lowercase):
+    if lowercase:
+      texts = tf.strings.lower(texts, encoding="utf-8")
+    if pattern:
+      texts = tf.strings.regex_replace(texts, pattern, r" \1 ")
+    return tf.strings.split(texts)
 
-# tokenize_prefix's first window, in bytes per token wanted: English text has about 5 bytes to a
-# ptb token, 6 to a whitespace one, so the first window almost always suffices.
-WINDOW_BYTES_PER_TOKEN = 8
+  return split
+
 
 # Where tokenize_prefix may cut a text: at the end of the last match in a window (a greedy `.*`
 # finds it; it stops at invalid UTF-8, so a window may end inside a character). For whitespace
 # and punct, any ASCII space or line break: their tokens end there, and so does the context of
 # `lower`'s one context-dependent mapping (a final sigma looks past case-ignorable characters
 # only). For ptb, a line break (each line is tokenised alone), or a space after a word of
-# lower-case ASCII letters that follows a space or begins a line; see _tokenize_cut.
-_CUT = {"whitespace": "[ \n]", "punct": "[ \n]", "ptb": "(?:(?:^|[ \n])[a-z]+ |\n)"}
+# lower-case ASCII letters that follows a space or begins a line; see _tokenize_cut. For cjk,
+# also after an ideograph or a kana letter (Chinese and Japanese write few spaces): a token of
+# its own, and the final sigma's look stops at it (kana's iteration and prolonged sound marks
+# are case-ignorable, so they are no cuts).
+_SPACE_CUT = "[ \n]"
+_CUT_KANA = cjk.re2_class(((0x3041, 0x3096), (0x309F, 0x309F), (0x30A1, 0x30FA),
+                           (0x30FF, 0x30FF)))
+
+# The tokens that text for people writes without a space between two of them (`written`).
+_CJK_WRITTEN = "[" + cjk.re2_class(cjk.WRITTEN_TOGETHER) + "]"
+
+
+class _Tokenizer(typing.NamedTuple):
+  split: typing.Callable  # (texts, lowercase) -> tokens, one more rank
+  cut: str  # where tokenize_prefix may cut (above)
+  # The tokens `written` without a space between two, or beside a punctuation or symbol
+  # character (None: none).
+  together: str | None = None
+
+
+# Each --tokenizer. The one place the choices are declared: the flags, tools/make_vocab.py and
+# the checks that try each take them from here.
+_TOKENIZERS = {
+    "whitespace": _Tokenizer(_split(None), _SPACE_CUT),
+    "punct": _Tokenizer(_split(_PUNCT_PATTERN), _SPACE_CUT),
+    "ptb": _Tokenizer(lambda texts, lowercase: _tokenize_ptb(texts, lowercase),
+                      "(?:(?:^|[ \n])[a-z]+ |\n)"),
+    "cjk": _Tokenizer(_split(_CJK_PATTERN), "[ \n" + _IDEOGRAPHS + _CUT_KANA + "]",
+                      together=_CJK_WRITTEN),
+}
+TOKENIZERS = tuple(_TOKENIZERS)
+
+
+def _of(tokenizer):
+  if tokenizer not in TOKENIZERS:
+    raise ValueError(f"--tokenizer={tokenizer!r}: expected one of {', '.join(TOKENIZERS)}")
+  return _TOKENIZERS[tokenizer]
+
+
+def tokenize(texts, tokenizer="whitespace", lowercase=False):
+  """Splits a string tensor of any shape into a ragged tensor of tokens (one more rank)."""
+  return _of(tokenizer).split(tf.convert_to_tensor(texts, tf.string), lowercase)
+
+
+def separators(tokens, tokenizer):
+  """What text for people writes before each token of `tokens` (a ragged string tensor
+  [B, (T)], the model's tokens as `tokenizer` makes them): nothing before a row's first token
+  and where `tokenizer` writes tokens together (cjk: between two CJK characters, and between
+  one and a punctuation or symbol character beside it, as the language writes `研究(MRP)`,
+  `“好课”的`), else a space. [B, (T)]."""
+  flat = tokens.values  # [N]
+  position = (tf.range(tf.size(flat, tf.int64))
+              - tf.gather(tokens.row_starts(), tokens.value_rowids()))  # [N]
+  apart = position > 0  # [N]
+  together = _of(tokenizer).together
+  if together:
+    joins = tf.strings.regex_full_match(flat, together)  # [N]
+    mark = joins | tf.strings.regex_full_match(flat, _PUNCT_PATTERN)  # [N]
+    apart &= ~(mark & _shifted(mark) & (joins | _shifted(joins)))
+  return tokens.with_values(tf.where(apart, " ", ""))
+
+
+def _shifted(values):
+  """[N] bool: the value of the token before each (False for the first)."""
+  return tf.concat([[False], values[:-1]], 0)
+
+
+def written(tokens, tokenizer, shown=None):
+  """The text for people of each row of `tokens` (a ragged string tensor [B, (T)]): the
+  tokens, or `shown` (the same shape: the tokens as a page marks them), joined by
+  `separators`. [B]."""
+  shown = tokens if shown is None else shown
+  if not _of(tokenizer).together:
+    return tf.strings.reduce_join(shown, axis=-1, separator=" ")
+  return tf.strings.reduce_join(separators(tokens, tokenizer) + shown, axis=-1)
+
+
+def writes_together(tokenizer):
+  """Whether text for people (`written`) writes some of `tokenizer`'s tokens without a space
+  between them."""
+  return _of(tokenizer).together is not None
+
+
+def separators_of(words, tokenizer):
+  """`separators` of one list of words (str), as a list of str."""
+  ragged = tf.ragged.constant([words], tf.string, ragged_rank=1)  # [1, (T)]
+  return [s.decode("utf-8") for s in separators(ragged, tokenizer)[0].numpy()]
+
+
+def written_sentences(sentences, tokenizer):
+  """Sentences of space-separated tokens (a summary as the ROUGE files hold it), one after
+  another as text for people. Split at the spaces that join them only: a token may hold other
+  whitespace (ptb's `<p\xa0class=x>`)."""
+  return written_text([t for s in sentences for t in s.split(" ") if t], tokenizer)
+
+
+def written_text(words, tokenizer, shown=None):
+  """`written` of one list of words (str), as a str."""
+  ragged = tf.ragged.constant([words], tf.string, ragged_rank=1)  # [1, (T)]
+  shown = None if shown is None else tf.ragged.constant([shown], tf.string, ragged_rank=1)
+  return written(ragged, tokenizer, shown).numpy()[0].decode("utf-8")
+
+
+# tokenize_prefix's first window, in bytes per token wanted: English text has about 5 bytes to a
+# ptb token, 6 to a whitespace one, so the first window almost always suffices (Chinese has 3 to
+# a cjk one).
+WINDOW_BYTES_PER_TOKEN = 8
 
 
 def tokenize_prefix(text, max_tokens, tokenizer="whitespace", lowercase=False,
@@ -53,14 +159,13 @@ def tokenize_prefix(text, max_tokens, tokenizer="whitespace", lowercase=False,
   """The first `max_tokens` tokens of `tokenize(text, tokenizer, lowercase)` for a scalar
   string `text`, read from only as much of the text as they need: a window of its first
   `first_window` bytes (WINDOW_BYTES_PER_TOKEN per token by default), cut at its last safe
-  place (_CUT) and tokenised; while that gives fewer tokens (or ptb cannot vouch for them), a
-  window twice as long, up to the whole text. The cost follows the tokens wanted, not the text.
+  place (the tokenizer's `cut`) and tokenised; while that gives fewer tokens (or ptb cannot
+  vouch for them), a window twice as long, up to the whole text. The cost follows the tokens wanted, not the text.
 
   repair_utf8: invalid UTF-8 becomes U+FFFD in the window, as unicode_transcode does it to the
   whole text up to any ASCII byte, the cut's included.
   """
-  if tokenizer not in TOKENIZERS:
-    raise ValueError(f"--tokenizer={tokenizer!r}: expected one of {', '.join(TOKENIZERS)}")
+  _of(tokenizer)
   text = tf.convert_to_tensor(text, tf.string)  # []
   size = tf.cast(tf.strings.length(text), tf.int64)  # []
   max_tokens = tf.cast(max_tokens, tf.int64)
@@ -87,20 +192,20 @@ def tokenize_prefix(text, max_tokens, tokenizer="whitespace", lowercase=False,
 
 
 def _cut(windows, tokenizer):
-  """Each window (a string tensor) up to the end of its last _CUT match ("" without one): what
+  """Each window (a string tensor) up to the end of its last cut ("" without one): what
   a `^.*` match of that removes."""
-  rest = tf.strings.regex_replace(windows, "^(?s:.*" + _CUT[tokenizer] + ")", "")
+  rest = tf.strings.regex_replace(windows, "^(?s:.*" + _of(tokenizer).cut + ")", "")
   return tf.strings.substr(windows, tf.zeros_like(tf.strings.length(windows)),
                            tf.strings.length(windows) - tf.strings.length(rest))
 
 
 def _tokenize_cut(prefix, cut, tokenizer, lowercase):
   """The tokens of `prefix` (a string tensor, of any shape as `tokenize`: the whole text, or,
-  when `cut`, the text up to a _CUT match) and whether they are the first tokens of the whole
+  when `cut`, the text up to a cut) and whether they are the first tokens of the whole
   text whatever follows (a bool of prefix's shape).
 
-  whitespace, punct: always (see _CUT). ptb: each line alone, so a cut after a line break is
-  always safe. Within a line, cut at (after) a space that follows a word w of [a-z]+ after a
+  whitespace, punct, cjk: always (see the cuts' comment). ptb: each line alone, so a cut after a
+  line break is always safe. Within a line, cut at (after) a space that follows a word w of [a-z]+ after a
   space or the line's start, every pass of ptb.py makes the same text before the space of the
   cut line as of the whole line, and leaves the space and w's letters:
   - a rule that matches across a space needs before it something else than w's last letter: a

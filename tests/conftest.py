@@ -17,6 +17,7 @@ from helpers import REPO, run_entry_point, run_tf1_references, tiny_flags
 SHARED_DATA = REPO.parent / "shared" / "data"
 VIETNEWS = SHARED_DATA / "vietnews_bin"
 BBC = SHARED_DATA / "bbc_news_summary"
+CSL_TITLES = SHARED_DATA / "csl_titles"
 PTB_ORACLE = SHARED_DATA / "ptb_oracle"
 
 
@@ -104,6 +105,11 @@ def vietnews():
 @pytest.fixture(scope="session")
 def bbc():
   return _real_data(BBC)
+
+
+@pytest.fixture(scope="session")
+def csl_titles():
+  return _real_data(CSL_TITLES)
 
 
 @pytest.fixture(scope="session")

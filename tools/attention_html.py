@@ -12,7 +12,9 @@ underlined with a dashed line. Opening the page as `page.html#step=3` pre-select
 
 Input keys: article_lst, decoded_lst (lists of words), abstract_str (the reference), attn_dists
 (one list per decoded word, one float per article word) and, for the pointer-generator only,
-p_gens (one float per decoded word).
+p_gens (one float per decoded word). Optional, from a run whose text is written with some words
+together (`--tokenizer=cjk`: no space between two CJK characters): decoded_separators and
+article_separators, what goes before each word; without them, words are separated by spaces.
 """
 
 import html
@@ -154,6 +156,12 @@ def validate(data, source="attention data"):
     for i, value in enumerate(row):
       if not _is_number(value):
         raise ValueError(f"{source}: attn_dists[{step}][{i}] = {value!r} is not a finite number")
+  for key, words in (("decoded_separators", "decoded_lst"), ("article_separators", "article_lst")):
+    if key in data:
+      _check_words(data, key, source)
+      if len(data[key]) != len(data[words]):
+        raise ValueError(f"{source}: {key} has {len(data[key])} entries but {words} has "
+                         f"{len(data[words])} words")
   p_gens = data.get("p_gens")
   if p_gens is not None:
     if not isinstance(p_gens, list) or len(p_gens) != n_dec:
@@ -184,6 +192,13 @@ def _p_gen_colour(p_gen):
   # Hue 40 (orange, copied) to 120 (green, generated); clamped as float error can leave [0, 1].
   p_gen = min(max(p_gen, 0.0), 1.0)
   return f"hsl({40 + 80 * p_gen:.1f}, 85%, 75%)"
+
+
+def _joined(spans, separators):
+  """The spans with what goes before each (`separators`), or separated by spaces (None)."""
+  if separators is None:
+    return " ".join(spans)
+  return "".join(html.escape(s) + span for s, span in zip(separators, spans))
 
 
 def render(data, source="attention data"):
@@ -229,10 +244,10 @@ value).</span>
 <p id="reference" class="text">{" ".join(reference)}</p>
 <h2>Decoded summary</h2>
 <p class="legend">{legend}</p>
-<p id="decoded" class="text">{" ".join(decoded)}</p>
+<p id="decoded" class="text">{_joined(decoded, data.get("decoded_separators"))}</p>
 <p id="status"></p>
 <h2>Article</h2>
-<p id="article" class="text">{" ".join(article)}</p>
+<p id="article" class="text">{_joined(article, data.get("article_separators"))}</p>
 <script type="application/json" id="attn-data">{numbers}</script>
 <script>{_JS}</script>
 </body>

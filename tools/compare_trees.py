@@ -68,7 +68,8 @@ def _measure(tree, work, name):
   start = time.monotonic()
   _run(tree, "--mode=decode", "--single_pass", f"--data_path={VIETNEWS}/chunked/val_000.bin",
        f"--log_root={work}/checkpoint", "--exp_name=pg",
-       f"--max_decode_examples={FLAGS.decode_articles}", f"--decode_dir={decode_dir}")
+       f"--max_decode_examples={FLAGS.decode_articles}", f"--decode_dir={decode_dir}",
+       "--rouge_tokenizer=whitespace")
   return {"demo training steps/s": _rate(demo, 300), "paper training steps/s": _rate(paper, 40),
           "paper decode seconds": time.monotonic() - start}
 

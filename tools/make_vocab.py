@@ -21,17 +21,23 @@ from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data_path", "", "Glob of the data files to count words in: "
-                    f"{data_formats.extensions_help()}.")
-flags.DEFINE_enum("data_format", "auto", ("auto",) + data_formats.NAMES,
-                  "Format of the input files; auto goes by the file extension.")
-flags.DEFINE_string("output", "", "Path of the vocab file to write.")
-flags.DEFINE_integer("max_size", 200000, "Most words to write (0 = all).", lower_bound=0)
-flags.DEFINE_enum("tokenizer", "whitespace", text.TOKENIZERS,
-                  "whitespace for pre-tokenised data (.bin), punct for raw text, ptb for raw "
-                  "English as CNN/DM's original data.")
-flags.DEFINE_bool("lowercase", False, "Lower-case the text before counting.")
-settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
+
+
+def define_flags():
+  """Called only when run as a script, so that tests can import make_vocab beside other
+  programs' flags of the same names."""
+  flags.DEFINE_string("data_path", "", "Glob of the data files to count words in: "
+                      f"{data_formats.extensions_help()}.")
+  flags.DEFINE_enum("data_format", "auto", ("auto",) + data_formats.NAMES,
+                    "Format of the input files; auto goes by the file extension.")
+  flags.DEFINE_string("output", "", "Path of the vocab file to write.")
+  flags.DEFINE_integer("max_size", 200000, "Most words to write (0 = all).", lower_bound=0)
+  flags.DEFINE_enum("tokenizer", "whitespace", text.TOKENIZERS,
+                    "whitespace for pre-tokenised data (.bin), punct for raw text, ptb for raw "
+                    "English as CNN/DM's original data, cjk for text written without spaces "
+                    "(Chinese, Japanese: each CJK ideograph or kana a token).")
+  flags.DEFINE_bool("lowercase", False, "Lower-case the text before counting.")
+  settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
 
 # Tokenising in batches keeps the per-call overhead of the TF ops small on large data sets.
 BATCH_SIZE = 256
@@ -95,4 +101,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

@@ -1,0 +1,228 @@
+"""Text written without spaces: `--tokenizer=cjk` (each CJK ideograph or kana a token, the rest
+as punct) on hand-written cases of each rule and on csl_titles, its prefixes, text for people
+without spaces between CJK tokens (text.written, in a SavedModel too), `--rouge_tokenizer=cjk`
+and the refusal of a ROUGE tokenizer that loses most of the references."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import load_tool
+from pointer_gen import attention_view
+from pointer_gen import cjk
+from pointer_gen import config
+from pointer_gen import decode
+from pointer_gen import eval_samples
+from pointer_gen import metrics
+from pointer_gen import text
+from pointer_gen.errors import DataError
+
+# (text, its cjk tokens, lower-cased where that differs), one case per rule.
+CASES = [
+    # Mixed Chinese and Latin: each ideograph a token, the Latin run a word, brackets apart.
+    ("采用修正的Rodrigues参数(MRP)",
+     ["采", "用", "修", "正", "的", "Rodrigues", "参", "数", "(", "MRP", ")"]),
+    # Full-width punctuation and symbols split off as ASCII ones are; digits stay words and a
+    # decimal point is punctuation, as punct has it.
+    ("P＜0.05，差异有统计学意义。",
+     ["P", "＜", "0", ".", "05", "，", "差", "异", "有", "统", "计", "学", "意", "义", "。"]),
+    ("共1,300例(占42.5%)", ["共", "1", ",", "300", "例", "(", "占", "42", ".", "5", "%", ")"]),
+    # Kana, hiragana and katakana, each a token, as ideographs; the prolonged sound mark too.
+    ("東京はコーヒーが好き", ["東", "京", "は", "コ", "ー", "ヒ", "ー", "が", "好", "き"]),
+    # Hangul stays in words: Korean writes spaces.
+    ("한국어 문장입니다.", ["한국어", "문장입니다", "."]),
+    # An emoji is a symbol (So): split off.
+    ("好😀棒ok", ["好", "😀", "棒", "ok"]),
+    # Ideographs outside the BMP (extensions B and E, the compatibility supplement).
+    ("𠀀字𪚥𫠠丽", ["𠀀", "字", "𪚥", "𫠠", "丽"]),
+    # Whitespace separates; non-ASCII spaces are no separators (as for every tokenizer).
+    (" Hello, World!\n你好\tABC ", ["Hello", ",", "World", "!", "你", "好", "ABC"]),
+    ("", []),
+]
+LOWERCASED = {"采用修正的Rodrigues参数(MRP)":
+              ["采", "用", "修", "正", "的", "rodrigues", "参", "数", "(", "mrp", ")"],
+              "P＜0.05，差异有统计学意义。":
+              ["p", "＜", "0", ".", "05", "，", "差", "异", "有", "统", "计", "学", "意", "义", "。"],
+              " Hello, World!\n你好\tABC ": ["hello", ",", "world", "!", "你", "好", "abc"]}
+
+
+def _tokens(texts, lowercase=False):
+  return [[t.decode("utf-8") for t in row]
+          for row in text.tokenize(texts, "cjk", lowercase).to_list()]
+
+
+def _jsonl(path):
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f]
+
+
+def test_each_rule_on_hand_written_cases():
+  texts = [t for t, _ in CASES]
+  assert _tokens(texts) == [tokens for _, tokens in CASES]
+  assert _tokens(texts, lowercase=True) == [LOWERCASED.get(t, tokens) for t, tokens in CASES]
+  # The plain-Python rule ROUGE uses gives the same tokens.
+  assert [cjk.tokens(t) for t in texts] == [tokens for _, tokens in CASES]
+  # Other tokenizers are as they were: punct leaves a clause of ideographs one word.
+  assert text.tokenize("采用修正的Rodrigues参数(MRP)", "punct").numpy().tolist() == [
+      t.encode("utf-8") for t in ["采用修正的Rodrigues参数", "(", "MRP", ")"]]
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_prefix_tokens_are_the_whole_texts_first(lowercase):
+  """tokenize_prefix, from first windows that end at every third byte and their doublings
+  (inside characters of 1 to 4 bytes), gives the whole text's first tokens; Chinese is cut after
+  its last ideograph, not read whole."""
+  article = "".join(t for t, _ in CASES) + "ΑΣ中Σ文 ΣΑ"  # a final sigma before an ideograph
+  whole = [t.decode("utf-8") for t in text.tokenize(article, "cjk", lowercase).numpy()]
+  prefix = tf.function(lambda a, n, w: text.tokenize_prefix(a, n, "cjk", lowercase,
+                                                            first_window=w),
+                       autograph=False)
+  for max_tokens in (1, 7, 30, 100):
+    for first_window in range(1, len(article.encode("utf-8")) + 2, 3):
+      got = [t.decode("utf-8") for t in prefix(tf.constant(article), tf.constant(max_tokens),
+                                               tf.constant(first_window, tf.int64)).numpy()]
+      assert got == whole[:max_tokens], (max_tokens, first_window)
+  # Cut after the last ideograph of a window: 10 tokens of unbroken Chinese need one window.
+  windows = text._cut(tf.constant(["研究采用的方法和", "共1,3", "abc def"]), "cjk")
+  assert [w.decode("utf-8") for w in windows.numpy()] == ["研究采用的方法和", "共", "abc "]
+
+
+def test_written_puts_no_space_beside_cjk_tokens():
+  words = ["采", "用", "的", "Rodrigues", "参", "数", "(", "MRP", ")", "，", "P", "＜", "0",
+           ".", "05", "，", "差", "异", "カ", "ナ", "한국어", "😀", "好"]
+  # Nor between a CJK token and a punctuation or symbol character beside it; other words and
+  # marks are apart as for every tokenizer.
+  assert text.written_text(words, "cjk") == (
+      "采用的 Rodrigues 参数( MRP )， P ＜ 0 . 05 ，差异カナ 한국어 😀好")
+  assert text.written_text(["课", "“", "好", "课", "”", "的", "Hello", ",", "World", "!", "你"],
+                           "cjk") == "课“好课”的 Hello , World !你"
+  assert text.separators_of(["采", "用", "A", "B", "的"], "cjk") == ["", "", " ", " ", " "]
+  # `shown` writes marked words with the tokens' separators.
+  assert text.written_text(["研", "究", "x"], "cjk", ["__研__", "究", "x"]) == "__研__究 x"
+  # Every other tokenizer writes every token apart, as before.
+  for tokenizer in ("whitespace", "punct", "ptb"):
+    assert text.written_text(["采", "用", "a"], tokenizer) == "采 用 a"
+    assert not text.writes_together(tokenizer)
+  assert text.written_text([], "cjk") == ""
+  # Sentences of tokens (the reference files' lines) are split at the joining spaces only.
+  assert text.written_sentences(["<p\xa0x> a", "b ."], "ptb") == "<p\xa0x> a b ."
+  assert text.written_sentences(["研 究 。", "结 论"], "cjk") == "研究。结论"
+  assert text.written_sentences([], "cjk") == ""
+  rows = tf.ragged.constant([["中", "文"], [], ["a", "中", "文", "b"]])
+  assert text.written(rows, "cjk").numpy().tolist() == [
+      "中文".encode(), b"", "a 中文 b".encode()]
+
+
+def test_written_runs_from_a_saved_model_under_the_session_loader(tmp_path):
+  """text.written is graph ops: a SavedModel of it gives the same under tf.saved_model.load and
+  TF's session loader (as TF Serving and saved_model_cli run an export)."""
+  module = tf.Module()
+  module.write = tf.function(
+      lambda tokens: {"text": text.written(tf.RaggedTensor.from_tensor(tokens, padding=""),
+                                           "cjk")},
+      input_signature=[tf.TensorSpec([None, None], tf.string)], autograph=False)
+  tf.saved_model.save(module, str(tmp_path), signatures={"serving_default": module.write})
+  tokens = [["采", "用", "MRP", "的"], ["a", "b", "", ""]]
+  want = ["采用 MRP 的".encode(), b"a b"]
+  loaded = tf.saved_model.load(str(tmp_path)).signatures["serving_default"]
+  assert loaded(tokens=tf.constant(tokens))["text"].numpy().tolist() == want
+  with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+    meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(tmp_path))
+    signature = meta_graph.signature_def["serving_default"]
+    got = session.run(signature.outputs["text"].name, {signature.inputs["tokens"].name: tokens})
+  assert got.tolist() == want
+
+
+def test_rouge_over_characters():
+  """ROUGE-1 over the characters of 研究方法 (decoded 研究方向): 3 of 4 match, F 0.75; ROUGE-2:
+  研究 and 究方 of 3 bigrams, F 2/3. The default tokenizer sees nothing of it."""
+  result = metrics.rouge([["研 究 方 向"]], [["研 究 方 法"]], tokenizer="cjk", n_samples=10)
+  assert result["rouge_1"]["f_score"]["mid"] == pytest.approx(0.75)
+  assert result["rouge_2"]["f_score"]["mid"] == pytest.approx(2 / 3)
+  # Over text not split into characters (punct's tokens, or segmented words), the same.
+  words = metrics.rouge([["研究方向"]], [["研究 方法"]], tokenizer="cjk", n_samples=10)
+  assert words["rouge_1"] == result["rouge_1"]
+  assert metrics.rouge([["研 究"]], [["研 究"]], n_samples=10)["rouge_1"]["f_score"]["mid"] == 0
+  assert metrics.lost_share([["研 究 a ,"]], "default") == 0.75
+  assert metrics.lost_share([["研 究 a ,"]], "cjk") == 0.0
+  # English keeps its words under the default tokenizer (stemming aside): the comma is lost.
+  assert metrics.lost_share([["the cats sat ."]], "default") == 0.25
+
+
+def test_attention_record_and_eval_text_are_written_as_the_language(tmp_path):
+  class Summary:  # decode.Summary's fields that the record and the text read
+    words = ["研", "究", "了", "MRP"]
+    oovs = {"究"}
+    reference = ["研 究 方 法 。", "结 论"]
+    attn = np.full([4, 3], 1 / 3, np.float32)
+    p_gens = np.array([0.5, 0.25, 1.0, 0.75], np.float32)
+
+  record = attention_view.record(Summary, ["研", "究", "MRP"], True, "cjk")
+  assert record["abstract_str"] == "研究方法。结论"
+  assert record["decoded_separators"] == ["", "", "", " "]
+  assert record["article_separators"] == ["", "", " "]
+  plain = attention_view.record(Summary, ["研", "究", "MRP"], True)
+  assert plain["abstract_str"] == "研 究 方 法 。 结 论" and "decoded_separators" not in plain
+  page = load_tool("attention_html").render(record)
+  # Summary words joined as the record's separators say: none between 研, 究 and 了.
+  assert '>研</span><span class="dec oov" title="p_gen = 0.250; OOV"' in page
+  assert '>究</span><span class="dec" title="p_gen = 1.000"' in page
+  assert '>了</span> <span class="dec" title="p_gen = 0.750"' in page
+  assert "<span>研究方法。结论</span>" in page
+  with pytest.raises(ValueError, match="^record: decoded_separators has 3 entries but "
+                     "decoded_lst has 4 words$"):
+    load_tool("attention_html").render({**record, "decoded_separators": ["", "", ""]}, "record")
+  markdown = eval_samples.markdown(Summary, ["研", "究", "MRP"], True, "cjk")
+  assert "**研*****究***了 **MRP**" in markdown
+  assert "研究方法。结论" in markdown
+
+
+def test_csl_titles_vocab_holds_single_ideographs(csl_titles, tmp_path):
+  """tools/make_vocab.py --tokenizer=cjk on csl_titles's train split: no token holds two
+  ideographs; the ROUGE tokenizer's plain-Python rule gives the TF tokens on every text."""
+  output = tmp_path / "vocab"
+  load_tool("make_vocab").make_vocab(str(csl_titles / "train.jsonl"), "auto", str(output), 0,
+                                     "cjk", False)
+  rows = _jsonl(csl_titles / "val.jsonl")
+  texts = [r["article"] for r in rows] + [r["abstract"] for r in rows]
+  assert [cjk.tokens(t.lower()) for t in texts] == _tokens(texts, lowercase=True)
+  words = [line.rsplit(" ", 1)[0] for line in output.read_text(encoding="utf-8").splitlines()]
+  assert len(words) > 4000 and words[0] == "的"
+  assert [w for w in words if sum(cjk.has_cjk(c) for c in w) > 1] == []
+  assert json.loads((tmp_path / "vocab.tokenization.json").read_text())["tokenizer"] == "cjk"
+
+
+def test_lead_baseline_scores_each_articles_first_characters(tmp_path):
+  """N = round((4 + 2) / 2) = 3. 基于M vs 基于研究 (tokens 基 于 m): 2 of 3 and of 4 match, F
+  4/7; 研究方 vs 方法: 1 of 3 and of 2, F 0.4."""
+  data = tmp_path / "val.jsonl"
+  data.write_text("".join(json.dumps({"article": a, "abstract": t}, ensure_ascii=False) + "\n"
+                          for a, t in (("基于MRP的研究", "基于研究"), ("研究方法", "方法"))),
+                  encoding="utf-8")
+  lead_baseline = load_tool("lead_baseline").lead_baseline
+  lead_chars, result = lead_baseline(str(data), "auto", "cjk", True, "cjk")
+  assert lead_chars == 3
+  assert result["per_example"]["rouge_1"] == pytest.approx([4 / 7, 0.4])
+  assert lead_baseline(str(data), "auto", "cjk", True, "cjk", lead_chars=2)[1]["per_example"][
+      "rouge_1"] == pytest.approx([2 / 3, 0.0])
+
+
+def _decode_hparams(data_path, **changes):
+  return config.HParams(mode="decode", single_pass=True, data_path=str(data_path),
+                        **changes)
+
+
+def test_a_rouge_tokenizer_that_loses_most_references_is_refused(csl_titles, vietnews,
+                                                                 demo_corpus):
+  csl = _decode_hparams(csl_titles / "val.jsonl", tokenizer="cjk")
+  with pytest.raises(DataError, match=r"^--rouge_tokenizer=default drops or breaks up 9\d\.\d % "
+                     r"of the reference tokens of the first 100 examples of --data_path=.*"
+                     r"val.jsonl: .* Use --rouge_tokenizer=cjk$"):
+    decode.check_rouge_tokenizer(csl)
+  decode.check_rouge_tokenizer(csl.replace(rouge_tokenizer="cjk"))
+  with pytest.raises(DataError, match="Use --rouge_tokenizer=whitespace$"):
+    decode.check_rouge_tokenizer(_decode_hparams(vietnews / "chunked" / "val_000.bin"))
+  # English runs as today.
+  decode.check_rouge_tokenizer(_decode_hparams(demo_corpus["val"]))
