@@ -206,9 +206,10 @@ def pytest_sessionfinish(session):  # pylint: disable=unused-argument
 
 def read_pytest(directory):
   """The per-file CPU seconds, session fixtures' CPU seconds, outcomes and CPU seconds outside
-  any test (start-up, collection) summed over the pytest processes logged in `directory`."""
+  any test (start-up, collection) summed over the pytest processes logged in `directory`, and
+  of each process that ran tests (an xdist worker) its wall seconds, files and CPU seconds."""
   files, fixtures, outside = collections.Counter(), collections.Counter(), 0.0
-  outcomes = collections.defaultdict(collections.Counter)
+  outcomes, workers = collections.defaultdict(collections.Counter), []
   for name in sorted(os.listdir(directory)):
     if name.startswith("pytest-"):
       with open(os.path.join(directory, name), encoding="utf-8") as f:
@@ -218,6 +219,10 @@ def read_pytest(directory):
       outside += data["outside_tests"]
       for file_name, counts in data["outcomes"].items():
         outcomes[file_name].update(counts)
+      if data["files"]:
+        workers.append({"wall": data["wall"], "files": len(data["files"]),
+                        "cpu": sum(data["files"].values()) + sum(
+                            data["session_fixtures"].values())})
   return {"files": files, "session_fixtures": fixtures, "outside_tests": outside,
-          "outcomes": outcomes}
+          "outcomes": outcomes, "workers": workers}
 

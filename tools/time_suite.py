@@ -131,6 +131,10 @@ def _print_census(census):
     for fixture, seconds in pytest_costs["session_fixtures"].most_common():
       print(f"  session fixture {fixture}: {seconds:.1f}")
     print(f"  outside tests (start-up, collection, xdist): {pytest_costs['outside_tests']:.1f}")
+    last = max((w["wall"] for w in pytest_costs["workers"]), default=0.0)
+    for worker in pytest_costs["workers"]:
+      print(f"  a worker: {worker['files']} files, {worker['cpu']:.1f} CPU-s in them, done "
+            f"{last - worker['wall']:.0f} s before the last")
     kinds = collections.defaultdict(lambda: collections.Counter())
     for process in processes:
       kind = kinds[_program(process["argv"])]
