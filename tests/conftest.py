@@ -1,11 +1,15 @@
 """The fixtures: real data from ../shared (skipped without it, failing under CI=true), the demo
-corpus, a tiny trained run and the TF1 references made once for the session, and a temporary
-directory of each test's own; and the order in which xdist's workers take the test files.
-Shared functions are in `helpers`."""
+corpus and a tiny trained run made once for the session (by one of xdist's workers, read by the
+other), the TF1 references made once, and a temporary directory of each test's own; and the
+order in which xdist's workers take the test files. Shared functions are in `helpers`."""
 
 import collections
+import fcntl
 import gc
+import json
 import os
+import pathlib
+import shutil
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -117,13 +121,37 @@ def ptb_oracle():
   return _real_data(PTB_ORACLE)
 
 
+def _made_once(tmp_path_factory, name, make):
+  """What `make(directory)` returned (a JSON value), made once for the whole session: xdist's
+  workers share the folder above their base temporary directories, and the first to come makes
+  it there while the others wait on a lock, then read what it wrote. Without xdist, in this
+  process's own base temporary directory."""
+  if not os.environ.get("PYTEST_XDIST_WORKER"):
+    return make(tmp_path_factory.mktemp(name))
+  root = tmp_path_factory.getbasetemp().parent
+  with open(root / f"{name}.lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    made = root / f"{name}.json"
+    if not made.exists():
+      directory = root / name
+      shutil.rmtree(directory, ignore_errors=True)  # what a worker that failed left
+      directory.mkdir()
+      made.write_text(json.dumps(make(directory)), encoding="utf-8")
+    return json.loads(made.read_text(encoding="utf-8"))
+
+
 @pytest.fixture(scope="session")
 def demo_corpus(tmp_path_factory):
-  """The demo corpus (demo_data.ensure_demo_corpus), generated once: {"dir", "train", "val",
-  "test", "vocab"}. Read only: a test that writes beside it copies it first."""
+  """The demo corpus (demo_data.ensure_demo_corpus), generated once for the session: {"dir",
+  "train", "val", "test", "vocab"}. Read only: a test that writes beside it copies it first."""
   from pointer_gen import demo_data  # pylint: disable=g-import-not-at-top
-  directory = tmp_path_factory.mktemp("corpus") / "demo_data"
-  return {"dir": directory, **demo_data.ensure_demo_corpus(str(directory))}
+
+  def make(directory):
+    directory = directory / "demo_data"
+    return {"dir": str(directory), **demo_data.ensure_demo_corpus(str(directory))}
+
+  corpus = _made_once(tmp_path_factory, "corpus", make)
+  return {**corpus, "dir": pathlib.Path(corpus["dir"])}
 
 
 TINY_RUN_STEPS = 4
@@ -132,14 +160,18 @@ TINY_RUN_STEPS = 4
 @pytest.fixture(scope="session")
 def tiny_run(demo_corpus, tmp_path_factory):
   """The run directory (`run`: run_config.json, train/model.ckpt-4) of a helpers.TINY_RUN
-  trained TINY_RUN_STEPS steps on the demo corpus by the entry point, made once. Read only: a
-  test that trains, evaluates or decodes it works on a copy (shutil.copytree)."""
-  root = tmp_path_factory.mktemp("tiny_run")
-  code = run_entry_point(f"--data_path={demo_corpus['train']}",
-                         f"--vocab_path={demo_corpus['vocab']}", f"--log_root={root}",
-                         *tiny_flags(num_train_steps=TINY_RUN_STEPS, checkpoint_secs=1000))
-  assert code == 0
-  return root / "run"
+  trained TINY_RUN_STEPS steps on the demo corpus by the entry point, made once for the
+  session. Read only: a test that trains, evaluates or decodes it works on a copy
+  (shutil.copytree)."""
+
+  def make(root):
+    code = run_entry_point(f"--data_path={demo_corpus['train']}",
+                           f"--vocab_path={demo_corpus['vocab']}", f"--log_root={root}",
+                           *tiny_flags(num_train_steps=TINY_RUN_STEPS, checkpoint_secs=1000))
+    assert code == 0
+    return str(root / "run")
+
+  return pathlib.Path(_made_once(tmp_path_factory, "tiny_run", make))
 
 
 @pytest.fixture(scope="session")

@@ -42,7 +42,8 @@ def setup(tmp_path_factory):
   model = _model(hps, vocab)
   _, dataset = data.input_pipeline(hps.replace(batch_size=NUM_ARTICLES), vocab, single_pass=True)
   (batch,) = list(dataset)
-  return {"hps": hps, "vocab": vocab, "model": model, "batch": batch, "root": root}
+  return {"hps": hps, "vocab": vocab, "model": model, "batch": batch, "root": root,
+          "searches": {}}
 
 
 def _single_pass(setup, run="first", **changes):
@@ -62,16 +63,19 @@ def _single_pass(setup, run="first", **changes):
 
 def _searched(setup, rows=None, **changes):
   """Continuous decode's (and eval's samples') search of the articles `rows` of the batch (all
-  by default), attention kept: a list of winners."""
-  hps = setup["hps"].replace(**changes)
+  by default), attention kept: a list of winners. The search of the same settings is traced
+  once for the module (its signature takes any batch and width)."""
   batch = setup["batch"]
   if rows is not None:
     width = int(max(batch["enc_len"].numpy()[rows]))
     batch = {name: tf.gather(value, rows)[:, :width] if value.shape.rank == 2
              else tf.gather(value, rows) for name, value in batch.items()}
-  search = decode.make_search(setup["model"], strategies.make(
-      hps, contract.Settings.from_hparams(hps, keep_attention=True)))
-  return decode.run_search(search, batch)
+  key = tuple(sorted(changes.items()))
+  if key not in setup["searches"]:
+    hps = setup["hps"].replace(**changes)
+    setup["searches"][key] = decode.make_search(setup["model"], strategies.make(
+        hps, contract.Settings.from_hparams(hps, keep_attention=True)))
+  return decode.run_search(setup["searches"][key], batch)
 
 
 def _tokens(results):

@@ -20,7 +20,6 @@ import os
 import pathlib
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ import time
 
 from absl import app
 from absl import flags
+
+import interleaved
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 VIETNEWS = REPO.parent / "shared" / "data" / "vietnews_bin"
@@ -86,16 +87,6 @@ def _identical(first, second):
   return differ
 
 
-def _cpu():
-  info = pathlib.Path("/proc/cpuinfo").read_text() if os.path.exists("/proc/cpuinfo") else ""
-  model = re.search(r"model name\s*: (.*)", info)
-  family = re.search(r"cpu family\s*: (\d+)", info)
-  bf16 = [f for f in ("avx512_bf16", "amx_bf16") if re.search(rf"\b{f}\b", info)]
-  return (f"{model.group(1) if model else 'unknown CPU'}, family "
-          f"{family.group(1) if family else '?'}, {os.cpu_count()} CPUs, "
-          f"{', '.join(bf16) or 'no bfloat16 instructions'}")
-
-
 def main(argv):
   del argv
   work = FLAGS.work_dir or tempfile.mkdtemp(prefix="compare_trees_")
@@ -103,7 +94,7 @@ def main(argv):
   _run(trees["base"], *PAPER_TRAIN, f"--log_root={work}/checkpoint", "--num_train_steps=1")
   figures = {name: {} for name in trees}
   for round_index in range(FLAGS.rounds):
-    for name in (("base", "new") if round_index % 2 == 0 else ("new", "base")):
+    for name in interleaved.order(round_index):
       for run_dir in pathlib.Path(work).glob(f"{name}_*"):
         shutil.rmtree(run_dir)
       for key, value in _measure(trees[name], work, name).items():
@@ -111,13 +102,8 @@ def main(argv):
     differ = _identical(f"{work}/base_decode", f"{work}/new_decode")
     verdict = f"differ in {', '.join(differ)}" if differ else "byte-identical"
     print(f"round {round_index + 1}: decodes {verdict}", flush=True)
-  print(f"CPU: {_cpu()}; {FLAGS.rounds} rounds, order alternated")
-  for key in figures["base"]:
-    base, new = figures["base"][key], figures["new"][key]
-    ratios = [n / b for n, b in zip(new, base)]
-    print(f"{key}: base median {statistics.median(base):.3f} ({min(base):.3f}-{max(base):.3f}), "
-          f"new {statistics.median(new):.3f} ({min(new):.3f}-{max(new):.3f}); new/base by "
-          f"round {', '.join(f'{r:.3f}' for r in ratios)}, median {statistics.median(ratios):.3f}")
+  print(f"CPU: {interleaved.cpu()}; {FLAGS.rounds} rounds, order alternated")
+  print("\n".join(interleaved.summary(figures)))
 
 
 if __name__ == "__main__":
