@@ -129,7 +129,7 @@ def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps
   steps = {True: "xla", False: "hand_gradient", "shared": "shared"}[compiled]
   searched = attention.SearchAttention(attention.get(steps), attention.get("hand_gradient"))
   search = tf.function(lambda *a: beam_search.BeamSearch(settings, options, searched).search(
-      model, *a))
+      model, *a), autograph=False)
   got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
   finished = 0
   for n in range(len(enc_len)):

@@ -59,7 +59,7 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
 
   # One article at a time, of a batch size not known when tracing, as decode's searches are.
   ids = tf.TensorSpec([None, None], tf.int32)
-  alone = tf.function(lambda *a: strategy.search(model, *a),
+  alone = tf.function(lambda *a: strategy.search(model, *a), autograph=False,
                       input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
                                        tf.TensorSpec([], tf.int32)])
   steps = []

@@ -67,7 +67,7 @@ def test_shared_attention_scores_equal_the_reference(use_coverage, monkeypatch):
   for per_pass in (articles, 2, 1):
     monkeypatch.setattr(shared, "_SHARED_PASS_ELEMENTS", per_pass * beams * L * units)
     scores = tf.function(lambda *args: shared.shared_attention_scores(*args, beams=beams),
-                         input_signature=specs)
+                         autograph=False, input_signature=specs)
     np.testing.assert_allclose(scores(features, query, v, *extra), expected, rtol=1e-5,
                                atol=1e-5, err_msg=f"{per_pass} articles a pass")
   no_coverage = (coverage[:0], w_c) if use_coverage else ()
