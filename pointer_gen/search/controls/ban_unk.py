@@ -28,7 +28,6 @@ class BanUnk(base.Control):
   Options = BanUnkSettings
   sparse = 1
 
-
   def banned(self, view):
     rows = tf.shape(view.step)[0]
     return tf.fill([rows, 1], vocab_lib.UNK_ID), tf.ones([rows, 1], tf.bool)  # [M, 1] each

@@ -27,7 +27,6 @@ class MinLength(base.Control):
   Options = MinLengthSettings
   sparse = 1
 
-
   def banned(self, view):
     ids = tf.fill([tf.shape(view.step)[0], 1], vocab_lib.STOP_ID)  # [M, 1]
     return ids, (view.step < self.options.min_dec_steps)[:, None]

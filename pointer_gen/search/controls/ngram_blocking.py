@@ -77,11 +77,9 @@ class NgramBlocking(base.Control):
                       f"{', '.join(unknown)} not in the vocabulary")
     self.exempt = tuple(sorted(vocab.word2id(word) for word in words)) if words else ()
 
-
   def apply(self, dist, view):
     found = repeating(view.tokens, view.step, self.options.block_ngram_repeat, self.exempt)
     return dist if found is None else base.zero_ids(dist, *found)
-
 
   def _key(self):
     return super()._key() + (self.exempt,)

@@ -39,7 +39,6 @@ def generated(tokens, step, width):
 class RepetitionPenalty(base.Control):
   Options = RepetitionPenaltySettings
 
-
   def apply(self, dist, view):
     seen = generated(view.tokens, view.step, tf.shape(dist)[1])  # [M, W]
     return tf.where(seen, tf.pow(dist, self.options.repetition_penalty), dist)
