@@ -181,9 +181,9 @@ class _VocabShape:
                         "tools/make_vocab.py writes one)")
       line_no, line = self.first_bad
       if _is_binary(line):
-        raise DataError(f"--vocab_path={self.path}: a binary file, not a vocab file: "
-                        "--vocab_path takes the vocab of the data, 'word count' lines, most "
-                        "frequent word first (tools/make_vocab.py writes one)")
+        raise DataError(f"{self.path}:{line_no}: not a vocab file: a binary file (its lines "
+                        "are not shown). --vocab_path takes the vocab of the data, 'word count' "
+                        "lines, most frequent word first (tools/make_vocab.py writes one)")
       raise DataError(
           f"{self.path}:{line_no}: not a vocab file: {self.bad} of the {self.good + self.bad} "
           f"non-blank lines read are not 'word count' lines, the first this one: {line[:80]!r}. "

@@ -233,9 +233,9 @@ def test_a_binary_file_as_vocab_is_never_shown(demo_corpus, tmp_path, capsys):
                           f"--log_root={tmp_path / 'runs'}", "--exp_name=run")
   assert code == 1
   assert project_error_lines(err) == [
-      f"error: --vocab_path={chunk}: a binary file, not a vocab file: --vocab_path takes the "
-      "vocab of the data, 'word count' lines, most frequent word first (tools/make_vocab.py "
-      "writes one)"]
+      f"error: {chunk}:1: not a vocab file: a binary file (its lines are not shown). "
+      "--vocab_path takes the vocab of the data, 'word count' lines, most frequent word first "
+      "(tools/make_vocab.py writes one)"]
   assert _printable(err) and "\\x" not in err
 
 
