@@ -330,15 +330,7 @@ class SinglePassDecoder:
   def _per_example(self, done):
     """p_gen means of the examples an earlier run finished (lines past `done` are dropped)."""
     path = os.path.join(self.dir, _PER_EXAMPLE)
-    values = {}
-    if os.path.exists(path):
-      with open(path, encoding="utf-8") as f:
-        for line in f:
-          try:
-            row = json.loads(line)
-          except json.JSONDecodeError:
-            continue  # the last line of a killed run may be cut short
-          values[row["index"]] = row["p_gen_mean"]
+    values = {i: row["p_gen_mean"] for i, row in _rows_by_index(path).items()}
     kept = [values[i] for i in range(done) if i in values]
     if len(kept) != done:
       raise DataError(f"{path} lacks entries for the {done} examples already decoded in "
@@ -401,19 +393,26 @@ class SinglePassDecoder:
     return articles
 
 
-def _kept_lines(path, done):
-  """`path` (JSON lines by "index") opened to append, holding the lines of the `done` examples
-  already decoded alone (a killed run's surplus line dropped)."""
-  kept = []
+def _rows_by_index(path):
+  """{index: row} of one of the decode's JSON-lines files (none: {}), a line an example."""
+  rows = {}
   if os.path.exists(path):
     with open(path, encoding="utf-8") as f:
       for line in f:
         try:
-          if json.loads(line)["index"] < done:
-            kept.append(line if line.endswith("\n") else line + "\n")
+          row = json.loads(line)
         except json.JSONDecodeError:
           continue  # the last line of a killed run may be cut short
-  files.write_text_atomic(path, "".join(kept))
+        rows[row["index"]] = row
+  return rows
+
+
+def _kept_lines(path, done):
+  """`path` (JSON lines by "index") opened to append, holding the lines of the `done` examples
+  already decoded alone (a killed run's surplus line dropped)."""
+  rows = _rows_by_index(path)
+  files.write_text_atomic(path, "".join(json.dumps(rows[i], ensure_ascii=False) + "\n"
+                                        for i in sorted(rows) if i < done))
   return open(path, "a", encoding="utf-8")  # pylint: disable=consider-using-with
 
 

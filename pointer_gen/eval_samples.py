@@ -27,8 +27,8 @@ import numpy as np
 from pointer_gen import attention as attention_lib
 from pointer_gen import attention_view
 from pointer_gen import data
-from pointer_gen import raw_text
 from pointer_gen import decode
+from pointer_gen import raw_text
 from pointer_gen import stopping
 from pointer_gen import tensorboard_log
 from pointer_gen import text
