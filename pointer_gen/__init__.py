@@ -11,8 +11,8 @@ The base, which every layer may use:
   settings             a component's own settings declared as flags beside its code
   files                atomic writes: a reader sees the old file or the complete new one
   stopping             Ctrl-C and SIGTERM as one clean stop between steps
-  environment          the process's TensorFlow settings: CPU allocator, XLA's vector width,
-                       optimiser, --debug
+  environment          the process's TensorFlow settings: CPU allocator, XLA's vector width
+                       (the command line's choice), optimiser, --debug
   precision            `--precision`: the Keras dtype policy, float32 or mixed_bfloat16
   distribute           `--strategy`: one device, local GPUs, many workers, TPU
   tensorboard_log      TensorBoard scalars, text and pictures written with core TensorFlow alone
@@ -64,8 +64,10 @@ Decoding and serving:
                        evaluate by the entry point
   export               `--mode=export`: a self-contained SavedModel, raw text to summaries
 
-The entry layer: the command line and what only it uses:
-  run                  the entry point: parses the flags, dispatches to each mode's `run`
+The entry layer: the command line, the Python API and what only they use:
+  api                  the Python API (`pointer_gen.load`, `fit`): a run loaded to summarize,
+                       evaluate and export; each mode run from keyword settings
+  run                  the entry point: parses the flags and runs api.run_settled
   settle               the flags, the run's record and the checkpoint into one HParams
   config               the flags (the original's names, defaults) and the HParams from them
   usage                `--help`: the project's flags grouped by the mode that reads them
@@ -76,9 +78,16 @@ The entry layer: the command line and what only it uses:
 Tools (`tools/`) and the documentation (`README.md`, `docs/`) sit beside the package.
 """
 
-from pointer_gen import environment
-
-environment.choose_allocator()
-environment.choose_xla_vector_width()
-
 __version__ = "0.1.0"
+
+# The Python API (api.py, docs/python.md), imported when first used: importing the package
+# imports no TensorFlow and changes no process-wide setting.
+_API = ("fit", "load", "Summarizer", "Summary")
+__all__ = list(_API)
+
+
+def __getattr__(name):
+  if name in _API:
+    from pointer_gen import api  # pylint: disable=g-import-not-at-top
+    return getattr(api, name)
+  raise AttributeError(f"module 'pointer_gen' has no attribute {name!r}")

@@ -22,13 +22,13 @@ from pointer_gen import metrics
 from pointer_gen import model as model_lib
 from pointer_gen import raw_text
 from pointer_gen import reference_scores
+from pointer_gen import run_record
 from pointer_gen import stopping
 from pointer_gen import tensorboard_log
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import make_output_dir
-from pointer_gen.formats import registry as formats_registry
 from pointer_gen.formats.skips import SkipCounter
 from pointer_gen.search import contract
 from pointer_gen.search import continuous_batching
@@ -45,12 +45,17 @@ _FLAGS_ORDER = (
     "data_path", "search", "min_dec_steps", "max_dec_steps", "max_enc_steps", "pointer_gen",
     "coverage", "rouge_tokenizer", "precision", "first_step_context")
 # metrics.json's other "flags": the run's settings as used (from run_config.json when not
-# given).
+# given): these, in this order (the file's layout), then every other setting the run's record
+# holds (run_record: fixed, of its phase, of the data's layout).
 _RUN_FLAGS = (
     "data_path", "max_enc_steps", "pointer_gen", "coverage", "rouge_tokenizer", "precision",
     "compiled_attention", "attention_implementation", "vocab_path", "vocab_size", "hidden_dim",
-    "emb_dim", "tokenizer", "lowercase", "raw_tokenizer", "raw_lowercase", "data_format",
-    *formats_registry.setting_names())
+    "emb_dim", "tokenizer", "lowercase", "raw_tokenizer", "raw_lowercase", "data_format")
+
+
+def _run_flags(hps):
+  recorded = run_record.fixed(hps) + run_record.phase(hps) + run_record.data_layout(hps)
+  return _RUN_FLAGS + tuple(name for name in recorded if name not in _RUN_FLAGS)
 
 
 def decode_dir_name(hps, ckpt_path):
@@ -418,7 +423,7 @@ def _kept_lines(path, done):
 
 def _flags(hps):
   """metrics.json's "flags": the search's settings and the run's, in _FLAGS_ORDER."""
-  flags = {**{name: getattr(hps, name) for name in _RUN_FLAGS}, **strategies.written(hps)}
+  flags = {**{name: getattr(hps, name) for name in _run_flags(hps)}, **strategies.written(hps)}
   ordered = list(_FLAGS_ORDER)
   for name, after in strategies.metrics_after().items():
     ordered.insert(ordered.index(after) + 1, name)

@@ -1,10 +1,20 @@
-"""The process's TensorFlow settings: the CPU allocator and XLA's CPU vector width, chosen when
-the package is imported, and the graph optimiser's and debugging options and what of
-TensorFlow's own logging the run's log leaves out, which every mode sets before building
-anything."""
+"""The process's TensorFlow settings: the CPU allocator and XLA's CPU vector width, which the
+command line chooses at its start (`choose_cpu_settings`; importing the package changes no
+process-wide setting, and a Python caller makes the same choice by calling it), and the graph
+optimiser's and debugging options and what of TensorFlow's own logging the run's log leaves
+out, which every mode sets before building anything."""
 
 import logging
 import os
+
+
+def choose_cpu_settings():
+  """The command line's choices for the whole process, made through its environment: the BFC
+  CPU allocator and XLA's widest CPU vectors (each: unless the environment already says
+  otherwise). Their measured effect is in docs/performance.md; a notebook calls this once,
+  before its first training step, for the command line's speed."""
+  choose_allocator()
+  choose_xla_vector_width()
 
 
 def choose_allocator():

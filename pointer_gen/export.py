@@ -58,6 +58,7 @@ from pointer_gen import checkpoints
 from pointer_gen import data
 from pointer_gen import model as model_lib
 from pointer_gen import raw_text
+from pointer_gen import run_record
 from pointer_gen import text
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
@@ -242,15 +243,13 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
       # must run XLA.
       "attention_implementation": attention_lib.chosen(hps, "export").name,
       "compiled_attention": attention_lib.chosen(hps, "export").uses_xla,
-      # How the export tokenises its input; tokenizer and lowercase read the run's data files.
+      # How the export tokenises its input (tokenizer and lowercase, below, read the run's data
+      # files).
       "raw_tokenizer": raw_tokenizer,
       "raw_lowercase": raw_lowercase,
-      "tokenizer": hps.tokenizer,
-      "lowercase": hps.lowercase,
-      "pointer_gen": hps.pointer_gen,
-      "coverage": hps.coverage,
-      "hidden_dim": hps.hidden_dim,
-      "emb_dim": hps.emb_dim,
+      # The run's model as its record holds it (the settings declared fixed or of its phase).
+      **{name: getattr(hps, name) for name in run_record.fixed(hps) + run_record.phase(hps)
+         if name not in ("vocab_size", "max_enc_steps")},
       "precision": hps.precision,
       "checkpoint": ckpt_path,
       "step": step,
@@ -395,8 +394,6 @@ def run(hps, vocab):
   if not hps.export_dir:
     raise DataError("--mode=export needs --export_dir (TF Serving's base path; the export goes "
                     "to <export_dir>/<version>)")
-  if hps.export_version is not None and hps.export_version < 0:
-    raise DataError(f"--export_version={hps.export_version}: must be >= 0")
   path = export(hps, vocab, checkpoints.to_export(hps), hps.export_dir, hps.export_version)
   print(f"Exported the SavedModel to {path}")
   return path

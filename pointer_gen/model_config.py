@@ -1,22 +1,45 @@
 """The model's configuration: its sizes, the pointer and coverage switches, the initialisers' scales.
 
 One frozen value, built from the HParams, that the model and its decoder cell both hold; each
-serialises it in get_config and rebuilds it in from_config.
+serialises it in get_config and rebuilds it in from_config. Its fields are the model's settings,
+declared here once (settings.setting: the flag, its default, help and check, and how the run's
+record treats it); config.py makes the flags and HParams fields from them. A new model
+hyperparameter is a field here and the line of the model that reads it.
 """
 
 import dataclasses
 
+from pointer_gen import settings
+
+FIXED, PHASE = settings.FIXED, settings.PHASE
+
 
 @dataclasses.dataclass(frozen=True)
-class ModelConfig:
-  """Defaults are the original's (config.HParams)."""
+class ModelSettings(settings.Settings):
+  """The model's settings (HParams fields and flags); defaults are the original's."""
+  emb_dim: int = settings.setting(128, "Dimension of the word embeddings.", settings.positive,
+                                  record=FIXED)
+  hidden_dim: int = settings.setting(256, "Dimension of the LSTM hidden states.",
+                                     settings.positive, record=FIXED)
+  pointer_gen: bool = settings.setting(
+      True, "Pointer-generator (True) or attention baseline (False).", record=FIXED)
+  coverage: bool = settings.setting(False, "Use the coverage mechanism and its loss.",
+                                    record=PHASE)
+  rand_unif_init_mag: float = settings.setting(
+      0.02, "Magnitude of the LSTM weights' uniform init.")
+  trunc_norm_init_std: float = settings.setting(1e-4, "Std of the truncated-normal init.")
+
+
+@dataclasses.dataclass(frozen=True)
+class _VocabSize:
   vocab_size: int
-  emb_dim: int = 128
-  hidden_dim: int = 256
-  pointer_gen: bool = True
-  coverage: bool = False
-  rand_unif_init_mag: float = 0.02
-  trunc_norm_init_std: float = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig(ModelSettings, _VocabSize):
+  """`vocab_size`, the vocabulary's real size (the first field; the --vocab_size flag, a data
+  setting, says how many entries of the file to read, 0 the whole file), and the model's
+  settings."""
 
   @classmethod
   def from_hparams(cls, hps, vocab_size):

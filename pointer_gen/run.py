@@ -5,29 +5,25 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from pointer_gen import stopping  # absl only: imported before TensorFlow
+from pointer_gen import environment  # neither imports TensorFlow
+from pointer_gen import stopping
 
 if __name__ == "__main__":
   # Before TensorFlow's import, which takes seconds: Ctrl-C or SIGTERM stops cleanly from the
   # first moment (stopping.py).
   stopping.install()
+  # The command line's process-wide choices (the Python API leaves them to its caller:
+  # environment.choose_cpu_settings).
+  environment.choose_cpu_settings()
 
 from absl import app
 from absl import flags
 
+from pointer_gen import api
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import decode
-from pointer_gen import distribute
-from pointer_gen import environment
 from pointer_gen import eval_samples
-from pointer_gen import evaluate
-from pointer_gen import export
-from pointer_gen import settle
 from pointer_gen import train
-from pointer_gen import train_utilities
 from pointer_gen import usage
-from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import OutputError
 from pointer_gen.formats import skips
@@ -54,30 +50,10 @@ def _exit_with_error(message):
 
 
 def _run_mode():
-  """The checks of the flags, the vocab and the data, then the mode's run."""
-  hps = settle.hparams(FLAGS)
-  # Before the first write (the run's record): a file that is not a vocab stops here.
-  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-  settle.record_raw_text(hps, FLAGS)
-  environment.configure_tensorflow(hps.debug)
-  # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
-  strategy = (distribute.make_strategy(hps.strategy, hps.tpu)
-              if hps.mode == "train" and not hps.checkpoint_utility else None)
-  if hps.mode != "export" and not hps.checkpoint_utility:
-    # Before the first write too: a training on data the vocab does not fit stops here.
-    data.check_unknown_words(hps, vocab)
-  if hps.checkpoint_utility or hps.mode == "export":
-    # One-shot writes with their own clean-up: Ctrl-C interrupts them as usual.
-    stopping.exit_if_requested()
-    stopping.uninstall()
-  if hps.checkpoint_utility:
-    train_utilities.run(hps, vocab)
-  elif hps.mode == "train":
-    train.run(hps, vocab, strategy)
-  elif hps.mode == "eval":
-    evaluate.run(hps, vocab, samples=eval_samples.Samples)
-  else:
-    {"decode": decode, "export": export}[hps.mode].run(hps, vocab)
+  """The checks of the flags, the vocab and the data, then the mode's run (api.run_settled, as
+  the Python API's fit runs it)."""
+  api.run_settled(config.HParams.from_flags(FLAGS), config.given_flags(FLAGS),
+                  samples=eval_samples.Samples)
   stopping.exit_if_requested()
 
 

@@ -5,8 +5,9 @@ Training writes it (each `--mode=train` rewrites it with the values it runs with
 checks below); the two train-mode utilities and a converted TF1 checkpoint write it too. Every
 other mode, the utilities and a resumed train reconcile their flags with it: a flag the user left
 out takes the recorded value; a flag given with another value than the recorded one is an error
-naming the flag, both values and the file when it would change the model or the ids (FIXED and
-the vocab's checksum), and is used as given when it only describes the data files (DATA).
+naming the flag, both values and the file when it would change the model or the ids (the
+settings declared settings.FIXED, and the vocab's checksum), and is used as given when it only
+describes the data files (settings.DATA, `data_layout`).
 
 Coverage is not fixed: a run has a phase without it and one with it, and each checkpoint holds
 one model or the other (settle.py builds the model as the checkpoint it loads has it, and takes
@@ -29,6 +30,7 @@ import tensorflow as tf
 
 import pointer_gen
 from pointer_gen import files
+from pointer_gen import settings
 from pointer_gen import vocab as vocab_lib
 from pointer_gen.errors import DataError
 from pointer_gen.errors import flag_text
@@ -36,17 +38,27 @@ from pointer_gen.errors import make_output_dir
 from pointer_gen.formats import registry as formats_registry
 
 FILE_NAME = "run_config.json"
-# The model's shape and how text becomes ids: no mode may run a trained model with others.
-FIXED = ("vocab_size", "hidden_dim", "emb_dim", "pointer_gen", "tokenizer", "lowercase",
-         "max_enc_steps")
-# Recorded, never reconciled: settle.py decides it, from the checkpoint a mode loads.
-PHASE = ("coverage",)
-# How the data files are laid out: recorded and inherited, but eval and decode may read files
-# laid out otherwise than the training data (a .bin test set for a JSONL-trained model).
-DATA = ("data_format", *formats_registry.setting_names())
 # The original trains on short articles first and raises max_enc_steps on resuming (its README,
 # "Increasing sequence length during training"): train may change it, and the record follows.
 CHANGEABLE_BY_TRAIN = ("max_enc_steps",)
+
+
+def fixed(hps):
+  """The settings of `hps` (an HParams) that make the model's shape and how text becomes ids,
+  as declared (settings.FIXED): no mode may run a trained model with others."""
+  return settings.recorded(type(hps), settings.FIXED)
+
+
+def phase(hps):
+  """Recorded, never reconciled: settle.py decides them from the checkpoint a mode loads."""
+  return settings.recorded(type(hps), settings.PHASE)
+
+
+def data_layout(hps):
+  """How the data files are laid out (settings.DATA, and each data format's own settings):
+  recorded and inherited, but eval and decode may read files laid out otherwise than the
+  training data (a .bin test set for a JSONL-trained model)."""
+  return (*settings.recorded(type(hps), settings.DATA), *formats_registry.setting_names())
 
 
 def path_in(run_dir):
@@ -89,7 +101,7 @@ def write(hps, num_train_steps=None, new_run=False, phase_begins=None):
   phase's, adds one.
   """
   previous = {} if new_run else (read(hps.run_dir) or {})
-  values = {name: getattr(hps, name) for name in FIXED + DATA + PHASE}
+  values = {name: getattr(hps, name) for name in fixed(hps) + data_layout(hps) + phase(hps)}
   values["phases"] = _phases(previous.get("phases"), hps.coverage, new_run, phase_begins)
   values["vocab_path"] = _vocab_path_to_record(hps)
   values["vocab_sha256"] = file_checksum(hps.vocab_path)
@@ -166,7 +178,7 @@ def reconcile(hps, given, recorded, changeable=()):
   """`hps` with the flags not in `given` (names the user set) taken from the run's record
   `recorded` (`read`), but for coverage (settle.py decides it).
 
-  Raises DataError for a given flag of FIXED (unless in `changeable`) that differs from the
+  Raises DataError for a given flag of `fixed` (unless in `changeable`) that differs from the
   record, and for a vocab whose bytes differ from the recorded checksum. Without a record
   (None: a run older than this file, or not trained yet), returns `hps` unchanged.
   """
@@ -174,13 +186,14 @@ def reconcile(hps, given, recorded, changeable=()):
     return hps
   path = path_in(hps.run_dir)
   changes = {"vocab_path": _reconcile_vocab(hps, given, recorded, path)}
-  for name in FIXED + DATA:
+  fixed_names = fixed(hps)
+  for name in fixed_names + data_layout(hps):
     if name not in recorded:
       continue
     value = recorded[name]
     if name not in given:
       changes[name] = value
-    elif (getattr(hps, name) != value and name in FIXED and name not in changeable
+    elif (getattr(hps, name) != value and name in fixed_names and name not in changeable
           and not (name == "vocab_size"
                    and _same_vocab(changes["vocab_path"], getattr(hps, name), value))):
       raise DataError(

@@ -14,17 +14,43 @@ from absl import flags
 from pointer_gen.errors import DataError
 
 
-def setting(default, help_text, check=None, metrics_after=None):
+# How a run's record (run_record.py, `<run>/run_config.json`) treats a setting. FIXED: the
+# model's shape or how text becomes ids, recorded, and no mode may run the run's model with
+# another value (a given one that differs is an error naming it). DATA: how the data files are
+# laid out, recorded and inherited, but eval and decode may read files laid out otherwise.
+# PHASE: recorded, decided by the checkpoint a mode loads (coverage). None: not recorded, free
+# to differ between modes and runs.
+FIXED, DATA, PHASE = "fixed", "data", "phase"
+RECORDS = (FIXED, DATA, PHASE)
+
+
+def setting(default, help_text, check=None, metrics_after=None, choices=None, record=None):
   """A field of a Settings: the setting, and the flag of the same name that sets it.
 
   help_text: the flag's help; check: value -> None, or what is wrong with the value (the
   DataError names the flag); metrics_after: the flag after which single-pass decode's
   metrics.json writes it (None: after the flags it orders), so that a file's layout stays as it
-  was when the setting was added. The flag's type is the field's (int, float, bool or str;
-  `X | None` for a setting whose default is None).
+  was when the setting was added; choices: the values it takes (an enum flag), which its check
+  then also holds it to; record: how the run's record treats it (FIXED, DATA, PHASE or None).
+  The flag's type is the field's (int, float, bool or str; `X | None` for a setting whose
+  default is None).
   """
+  if record not in (None, *RECORDS):
+    raise ValueError(f"record={record!r}: expected one of {RECORDS} or None")
+  if choices is not None:
+    choices = tuple(choices)
+    check = _one_of(choices, check)
   return dataclasses.field(default=default, metadata={
-      "help": help_text, "check": check, "metrics_after": metrics_after})
+      "help": help_text, "check": check, "metrics_after": metrics_after, "choices": choices,
+      "record": record})
+
+
+def _one_of(choices, check=None):
+  def checked(value):
+    if value not in choices:
+      return f"expected one of {', '.join(map(str, choices))}"
+    return check(value) if check else None
+  return checked
 
 
 def positive(value):
@@ -43,12 +69,7 @@ class Settings:
   none."""
 
   def __post_init__(self):
-    for field in dataclasses.fields(self):
-      check = field.metadata.get("check")
-      value = getattr(self, field.name)
-      problem = check(value) if check and value is not None else None
-      if problem:
-        raise DataError(f"--{field.name}={value}: {problem}")
+    check(self, type(self))
 
   @classmethod
   def flags(cls):
@@ -75,6 +96,41 @@ class Settings:
   def of(cls, values):
     """These settings from `values`, a mapping that may hold other components' too."""
     return cls(**{name: values[name] for name in cls.flags() if name in values})
+
+
+def declarations(cls):
+  """The fields of dataclass `cls` (a Settings, or a class made of several) declared with
+  `setting`, in order: those without (a value worked out, not set) are left out."""
+  return tuple(field for field in dataclasses.fields(cls) if "help" in field.metadata)
+
+
+def recorded(cls, record):
+  """The names of the settings of `cls` whose run-record treatment is `record` (FIXED, ...)."""
+  return tuple(field.name for field in declarations(cls) if field.metadata["record"] == record)
+
+
+def check(values, cls):
+  """DataError naming the flag of the first setting of `cls` whose value in `values` (any
+  object with those attributes) fails its declared check; None (not set) is never checked."""
+  for field in declarations(cls):
+    value = getattr(values, field.name)
+    test = field.metadata["check"]
+    problem = test(value) if test and value is not None else None
+    if problem:
+      raise DataError(f"--{field.name}={value}: {problem}")
+
+
+def define_settings(cls, flag_values=flags.FLAGS):
+  """Defines the flag of each setting of `cls`, as declared (an enum flag for one with
+  choices), on `flag_values`."""
+  for field in declarations(cls):
+    choices = field.metadata["choices"]
+    if choices is not None:
+      flags.DEFINE_enum(field.name, field.default, list(choices), field.metadata["help"],
+                        flag_values=flag_values)
+    else:
+      define_flags([(field.name, _flag_type(field.type), field.default,
+                     field.metadata["help"])], flag_values)
 
 
 def define_flags(declared, flag_values=flags.FLAGS):

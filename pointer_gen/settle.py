@@ -31,8 +31,14 @@ def hparams(flag_values):
   """The run's HParams: the flags, with those left out taken from the run's run_config.json
   (a conflicting one is an error), the data resolved and checked and the tokenisation that reads
   it settled, before anything is written."""
-  hps = config.HParams.from_flags(flag_values)
-  given = config.given_flags(flag_values)
+  return settled(config.HParams.from_flags(flag_values), config.given_flags(flag_values))
+
+
+def settled(hps, given, finds_data=None):
+  """`hparams` of HParams `hps` whose fields named in `given` were set by the user (flags or the
+  Python API's keywords). `finds_data`: whether the mode reads --data_path (default: every mode
+  but export); a loaded run that only summarizes (api.load) reads none, and then needs neither
+  data nor a statement of how raw text became the tokens until it summarizes raw text."""
   strategies.check_flags(hps, given)
   attention.check(hps, given)
   utility = hps.checkpoint_utility
@@ -41,7 +47,8 @@ def hparams(flag_values):
                     f"--mode=train, not --mode={hps.mode}")
   # Export reads no data; the utilities read none either, but what the data is still tells
   # how raw text became the run's tokens.
-  finds_data = hps.mode != "export"
+  if finds_data is None:
+    finds_data = hps.mode != "export"
   reads_data = finds_data and not utility
   # The one expansion of --data_path, before any mkdir: a glob that matches nothing fails first.
   paths = data_files.expand_glob(hps.data_path) if finds_data and hps.data_path else None
@@ -52,7 +59,8 @@ def hparams(flag_values):
   recorded = None
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
     hps, recorded = from_run(hps, given, record)
-  hps = _resolve_data(hps, given, record)
+  if finds_data or hps.mode == "export":
+    hps = _resolve_data(hps, given, record)
   # The formats as the run's record may have named them (data_format is inherited).
   files = data_files.DataFiles.find(hps.data_path, hps.data_format,
                                     fields=formats_registry.fields_of(hps),

@@ -402,7 +402,8 @@ def _read_bytes(path):
 
 
 def run(hps, vocab, strategy):
-  """`--mode=train`: trains the run (under its trainer lock) and prints the loss curve."""
+  """`--mode=train`: trains the run (under its trainer lock) and prints the loss curve; returns
+  the steps run, one dict of scalars each."""
   # Only the chief writes the run directory; the other workers write private temporary ones.
   chief = distribute.is_chief(strategy)
   snapshot = _RunDirectorySnapshot(hps) if chief else None
@@ -429,3 +430,4 @@ def run(hps, vocab, strategy):
   print(f"Checkpoints and TensorBoard logs: {os.path.abspath(hps.train_dir)}")
   # Before the trainer goes: tearing down its input pipeline would take seconds.
   stopping.exit_if_requested()
+  return history

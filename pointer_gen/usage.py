@@ -4,32 +4,15 @@ config.py defines them), so it would print nothing but "Try --helpfull"."""
 
 from absl import flags
 
-from pointer_gen.search import registry as search_registry
-from pointer_gen.search.controls import registry as controls_registry
+from pointer_gen import config
 
 HELP_ARGS = ("--help", "-help", "--helpshort", "-h", "-?", "--?")
 
-# Flags read by one mode only. Every other flag of the project is listed under the first group:
-# data, vocab, run directory and model shape, which all modes share.
-MODE_GROUPS = (
-    ("Train (--mode=train)", (
-        "lr", "adagrad_init_acc", "rand_unif_init_mag", "trunc_norm_init_std", "max_grad_norm",
-        "clip_norm", "cov_loss_wt", "num_train_steps", "checkpoint_secs", "log_every_n_steps",
-        "convert_to_coverage_model", "restore_best_model", "skip_nonfinite_batches",
-        "inject_nonfinite_at_step", "allow_unknown_words")),
-    ("Eval (--mode=eval)", (
-        "eval_batches_per_checkpoint", "eval_max_checkpoints", "eval_poll_secs",
-        "eval_samples")),
-    ("Decode (--mode=decode)", (
-        "search", *(name for name, *_ in search_registry.settings()),
-        *(name for name, *_ in controls_registry.settings()),
-        "score_references", "max_decode_examples", "max_attn_vis_files", "decode_dir",
-        "first_step_context", "rouge_tokenizer", "compiled_attention")),
-    ("Export (--mode=export)", ("export_dir", "export_source", "export_version",
-                                "export_compiled_attention")),
-    ("Distribute (--mode=train on several devices)", ("strategy", "tpu")),
-)
-COMMON = "Common and model (every mode)"
+# (heading, flag names) of each group, as the settings' declarations group them (config.py):
+# the common ones (every mode reads them) first, then each mode's.
+MODE_GROUPS = tuple((title, names) for title, names in config.help_groups()
+                    if title != config.COMMON)
+COMMON = config.COMMON
 
 
 def project_flags(flag_values):

@@ -16,6 +16,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest
 
+from pointer_gen import environment
+
+# The tests run the library as the command line runs it (importing the package chooses nothing).
+environment.choose_cpu_settings()
+
 from helpers import REPO, run_entry_point, run_tf1_references, tiny_flags
 
 SHARED_DATA = REPO.parent / "shared" / "data"

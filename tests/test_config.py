@@ -1,13 +1,19 @@
-"""The flags, `HParams` and `--help` groups are written out separately (absl needs the flags
-defined, the library reads only `HParams`, the usage text groups them by mode): these tests keep
-the three in agreement."""
+"""The flags, `HParams`, the `--help` groups and the run record's lists are made from the
+settings' declarations (config.py, model_config.py, the registries'): these tests keep them in
+agreement, and the declared checks naming the flag."""
 
 import collections
 import dataclasses
+import re
 
 from absl import flags
+import pytest
 
 from pointer_gen import config
+from pointer_gen.errors import DataError
+from pointer_gen.formats import registry as formats_registry
+from pointer_gen.search import registry as search_registry
+from pointer_gen.search.controls import registry as controls_registry
 from pointer_gen import run  # noqa: F401  (defines the flags)  pylint: disable=unused-import
 from pointer_gen import usage
 
@@ -43,3 +49,35 @@ def test_every_flag_has_exactly_one_help_group():
   for name, flag in _project_flags().items():
     entry = f"\n  --[no]{name} (default: " if flag.boolean else f"\n  --{name} (default: "
     assert text.count(entry) == 1, name
+
+
+def test_the_run_records_lists_are_the_declared_treatments():
+  from pointer_gen import run_record  # pylint: disable=g-import-not-at-top
+  from pointer_gen import settings  # pylint: disable=g-import-not-at-top
+  hps = config.HParams()
+  assert sorted(run_record.fixed(hps)) == sorted(
+      ["vocab_size", "hidden_dim", "emb_dim", "pointer_gen", "tokenizer", "lowercase",
+       "max_enc_steps"])
+  assert run_record.phase(hps) == ("coverage",)
+  assert run_record.data_layout(hps) == ("data_format", "article_key", "abstract_key")
+  declared = {field.name: field.metadata["help"] for field in settings.declarations(config.HParams)}
+  for registry in (formats_registry, search_registry, controls_registry):
+    declared.update({name: help_text for name, _, _, help_text in registry.settings()})
+  # Every flag is a declaration, with its help.
+  assert sorted(declared) == sorted(_project_flags())
+  for name, flag in _project_flags().items():
+    assert declared[name] in flag.help, name
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"eval_poll_secs": 0.0}, "--eval_poll_secs=0.0: must be positive"),
+    ({"clip_norm": "l2"}, "--clip_norm=l2: expected one of original, true"),
+    ({"precision": "float16"}, "--precision=float16: expected one of float32, mixed_bfloat16"),
+    ({"export_version": -1}, "--export_version=-1: must be >= 0"),
+    ({"vocab_size": 3}, "--vocab_size=3: must be 0 (whole file) or more than the 4 special "
+                        "tokens"),
+    ({"hidden_dim": 0}, "--hidden_dim=0: must be positive")])
+def test_a_declared_check_names_the_flag(changes, message):
+  hps = config.HParams(**changes)  # made unchecked: validated() checks
+  with pytest.raises(DataError, match=f"^{re.escape(message)}$"):
+    hps.validated()

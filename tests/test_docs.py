@@ -84,7 +84,10 @@ def _tool_flags(path):
   source = path.read_text()
   names = set(_DEFINE.findall(source))
   if "config.define_flags()" in source:
-    names |= set(_DEFINE.findall((REPO / "pointer_gen" / "config.py").read_text()))
+    from absl import flags  # pylint: disable=g-import-not-at-top
+    from pointer_gen import run  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+    from pointer_gen import usage  # pylint: disable=g-import-not-at-top
+    names |= {flag.name for flag in usage.project_flags(flags.FLAGS)}
   return names
 
 

@@ -392,7 +392,7 @@ def test_every_formats_settings_are_flags_hparams_fields_and_recorded(name):
     assert flags.FLAGS[setting].default == default == getattr(defaults, setting)
     assert flags.FLAGS[setting].help == help_text
     # The data's layout: inherited from the run, and free to differ in eval and decode.
-    assert setting in run_record.DATA
+    assert setting in run_record.data_layout(defaults)
   assert fmt.Options.from_hparams(defaults) == fmt.Options()
 
 

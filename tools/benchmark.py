@@ -73,6 +73,9 @@ from pointer_gen.search import registry as strategies
 import make_datafiles  # tools/, next to this script
 from process_memory import peak_rss_gb
 
+# The command line's process-wide CPU choices (allocator, XLA's vector width): timed as it runs.
+environment.choose_cpu_settings()
+
 VIETNEWS = REPO.parent / "shared" / "data" / "vietnews_bin"
 BBC = REPO.parent / "shared" / "data" / "bbc_news_summary"
 

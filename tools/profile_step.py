@@ -55,6 +55,9 @@ from pointer_gen.search import registry as strategies
 from trace_ops import op_events  # tools/, next to this script
 from trace_ops import read_trace
 
+# The command line's process-wide CPU choices (allocator, XLA's vector width): timed as it runs.
+environment.choose_cpu_settings()
+
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("real_data", False, "Trace a step on vietnews batches (--data_path, "
                      "--vocab_path) instead of a full-length synthetic one.")

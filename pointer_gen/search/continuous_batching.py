@@ -139,9 +139,16 @@ class SlotDecoder:
       return tf.reduce_any(~ended) & tf.equal(tf.reduce_sum(tf.cast(ended, tf.int32)),
                                               ended_before)
 
-    (search,) = tf.while_loop(
-        running, lambda search: (strategy.advance(self.model, memory, search, max_oovs),),
-        (search,), maximum_iterations=self.settings.max_dec_steps)
+    def advance(search):
+      advanced = strategy.advance(self.model, memory, search, max_oovs)
+      # A step may leave a row count of 1 unknown (one slot of a one-row strategy: greedy,
+      # sampling), which the loop refuses; the rows are the same on every step.
+      for new, old in zip(tf.nest.flatten(advanced), tf.nest.flatten(search)):
+        new.set_shape(old.shape)
+      return (advanced,)
+
+    (search,) = tf.while_loop(running, advance, (search,),
+                              maximum_iterations=self.settings.max_dec_steps)
     return search, strategy.winners(search)
 
   def decode(self, examples):

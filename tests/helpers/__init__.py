@@ -95,11 +95,12 @@ def settle(*args):
   """The HParams `python -m pointer_gen.run *args` would run with (settle.hparams), without
   running anything."""
   from absl import flags  # pylint: disable=g-import-not-at-top
-  from pointer_gen import run  # pylint: disable=g-import-not-at-top
+  from pointer_gen import run  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from pointer_gen import settle as settle_lib  # pylint: disable=g-import-not-at-top
   flags.FLAGS.unparse_flags()
   flags.FLAGS(["run", *args])
   try:
-    return run.settle.hparams(flags.FLAGS)
+    return settle_lib.hparams(flags.FLAGS)
   finally:
     flags.FLAGS.unparse_flags()
 

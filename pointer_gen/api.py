@@ -1,0 +1,425 @@
+"""pointer_gen as a library: a run directory loaded as every mode loads it, summarizing text;
+training, scoring and exporting as the command line does, from keyword settings instead of
+flags (docs/python.md).
+
+    import pointer_gen
+    history = pointer_gen.fit("runs/mine", data=pairs, vocab_path="vocab", num_train_steps=100)
+    summarizer = pointer_gen.load("runs/mine")
+    summaries = summarizer.summarize(["an article ..."], search="beam", beam_size=4)
+
+A setting is an HParams field, named as its flag (`beam_size`, `max_enc_steps`, ...); what the
+run's record says (run_config.json) fills in what is not given, and a given setting that
+contradicts it is the command line's DataError, naming it. `python -m pointer_gen.run` settles
+its flags into the same HParams and runs `run_settled`, which `fit` runs too.
+"""
+
+import dataclasses
+import difflib
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from pointer_gen import attention as attention_lib
+from pointer_gen import checkpoints
+from pointer_gen import config
+from pointer_gen import data as data_lib
+from pointer_gen import decode
+from pointer_gen import distribute
+from pointer_gen import environment
+from pointer_gen import eval_samples
+from pointer_gen import evaluate as evaluate_lib
+from pointer_gen import export as export_lib
+from pointer_gen import files
+from pointer_gen import model as model_lib
+from pointer_gen import raw_text
+from pointer_gen import run_record
+from pointer_gen import settle
+from pointer_gen import stopping
+from pointer_gen import text
+from pointer_gen import train as train_lib
+from pointer_gen import train_utilities
+from pointer_gen import usage
+from pointer_gen import vocab as vocab_lib
+from pointer_gen.errors import DataError
+from pointer_gen.errors import make_output_dir
+from pointer_gen.search import contract
+from pointer_gen.search import continuous_batching
+from pointer_gen.search import registry as strategies
+
+# The settings a summarize() call may change: what decode mode reads (the search, its controls,
+# its attention's compilation) and how many articles run side by side. The model's and the
+# data's settings belong to load().
+_DECODE_GROUP = dict(usage.MODE_GROUPS)["Decode (--mode=decode)"]
+SUMMARIZE_SETTINGS = frozenset(_DECODE_GROUP) | {"batch_size"}
+EXPORT_SETTINGS = SUMMARIZE_SETTINGS | {"export_compiled_attention"}
+# The fields that are no setting (settle.py works them out) and those the call's arguments set.
+_NOT_SETTINGS = frozenset(config.SETTLED) | {"mode", "log_root", "exp_name", "ckpt_path"}
+# A run trained from Python pairs keeps them here, so that the run directory says what it was
+# trained on and `--mode=train --data_path=<run>/train_pairs.jsonl` resumes it.
+TRAIN_PAIRS = "train_pairs.jsonl"
+
+
+def _setting_names():
+  return {f.name for f in dataclasses.fields(config.HParams)} - _NOT_SETTINGS
+
+
+def _check_names(settings, allowed, where, hint):
+  for name in settings:
+    if name not in allowed:
+      close = difflib.get_close_matches(name, sorted(allowed), n=1)
+      suggestion = f" (did you mean {close[0]}?)" if close else ""
+      raise TypeError(f"{where}: {name!r} is not {hint}{suggestion}")
+
+
+def _hparams(run_dir, mode, settings, where, **fixed):
+  """(HParams of `settings` for the run directory `run_dir` in `mode`, the names given)."""
+  _check_names(settings, _setting_names(), where, "a setting (docs/python.md lists them)")
+  run_dir = os.path.abspath(os.fspath(run_dir))
+  log_root, exp_name = os.path.split(run_dir)
+  values = {**settings, **fixed, "mode": mode, "log_root": log_root, "exp_name": exp_name}
+  hps = config.HParams(**values).validated()
+  return hps, frozenset(values)
+
+
+def _articles_checked(articles, where):
+  if isinstance(articles, (str, bytes)):
+    raise TypeError(f"{where}: expected a list of articles (strings), not one "
+                    f"{type(articles).__name__}")
+  articles = list(articles)
+  for index, article in enumerate(articles):
+    if not isinstance(article, str):
+      raise TypeError(f"{where}: article {index} is a {type(article).__name__}, not a str")
+  return articles
+
+
+def _pairs_checked(pairs, where):
+  """(article, abstract) str pairs of an iterable of pairs or a tf.data.Dataset of them."""
+  if hasattr(pairs, "as_numpy_iterator"):
+    pairs = ((a.decode("utf-8"), b.decode("utf-8")) for a, b in pairs.as_numpy_iterator())
+  checked = []
+  for index, pair in enumerate(pairs):
+    if (not isinstance(pair, (tuple, list)) or len(pair) != 2
+        or not all(isinstance(part, str) for part in pair)):
+      raise TypeError(f"{where}: pair {index} is not an (article, abstract) pair of strings: "
+                      f"{pair!r:.80}")
+    checked.append(tuple(pair))
+  if not checked:
+    raise DataError(f"{where}: no (article, abstract) pair")
+  return checked
+
+
+def _write_pairs(pairs, path):
+  """The pairs as JSONL (article, abstract), written atomically; returns the path."""
+  make_output_dir(os.path.dirname(path))
+  files.write_text_atomic(path, "".join(
+      json.dumps({"article": article, "abstract": abstract}, ensure_ascii=False) + "\n"
+      for article, abstract in pairs))
+  return path
+
+
+def _data_setting(data_arg, settings, where, pairs_path):
+  """settings with data_path for `data_arg`: a glob (str) as --data_path, or pairs written to
+  `pairs_path()` as JSONL."""
+  if data_arg is None:
+    return settings
+  if "data_path" in settings:
+    raise TypeError(f"{where}: give the data as data= or data_path=, not both")
+  if isinstance(data_arg, (str, os.PathLike)):
+    return {**settings, "data_path": os.fspath(data_arg)}
+  path = _write_pairs(_pairs_checked(data_arg, where), pairs_path())
+  return {**settings, "data_path": path}
+
+
+def run_settled(hps, given, samples=None):
+  """What `python -m pointer_gen.run` does with its flags: HParams `hps` whose fields in
+  `given` the user set, settled against the run's record, checked, then the mode run.
+  `samples`: eval's decoded TensorBoard samples (eval_samples.Samples), or None."""
+  hps = settle.settled(hps, given)
+  # Before the first write (the run's record): a file that is not a vocab stops here.
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  if "raw_tokenizer" in given and hps.mode != "train":
+    run_record.add_raw_text(hps)
+  environment.configure_tensorflow(hps.debug)
+  # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
+  strategy = (distribute.make_strategy(hps.strategy, hps.tpu)
+              if hps.mode == "train" and not hps.checkpoint_utility else None)
+  if hps.mode != "export" and not hps.checkpoint_utility:
+    # Before the first write too: a training on data the vocab does not fit stops here.
+    data_lib.check_unknown_words(hps, vocab)
+  if hps.checkpoint_utility or hps.mode == "export":
+    # One-shot writes with their own clean-up: Ctrl-C interrupts them as usual.
+    stopping.exit_if_requested()
+    stopping.uninstall()
+  if hps.checkpoint_utility:
+    return train_utilities.run(hps, vocab)
+  if hps.mode == "train":
+    return train_lib.run(hps, vocab, strategy)
+  if hps.mode == "eval":
+    return evaluate_lib.run(hps, vocab, samples=samples)
+  return {"decode": decode, "export": export_lib}[hps.mode].run(hps, vocab)
+
+
+def fit(run_dir, data=None, **settings):
+  """Trains the run in `run_dir` as `--mode=train` does (the same function): its record, the
+  trainer lock, the checks of the data and the vocab, checkpoints every checkpoint_secs and at
+  the end, TensorBoard, the non-finite guard, a clean stop on Ctrl-C, and resuming from the
+  newest checkpoint. Returns the steps run, one dict of scalars each (step, loss, ...).
+
+  data: a --data_path glob, or (article, abstract) pairs of raw text (a list, any iterable, a
+  tf.data.Dataset), tokenised as the settings say (tokenizer, lowercase) and kept in
+  <run_dir>/train_pairs.jsonl. settings: the run's (vocab_path, hidden_dim, num_train_steps,
+  ...), as the flags of the same names; left out, a resumed run's record fills the model's in.
+
+  Examples:
+
+  >>> history = pointer_gen.fit(run_dir, data=pairs, vocab_path=vocab, hidden_dim=8, emb_dim=8,
+  ...                           batch_size=2, max_enc_steps=30, max_dec_steps=8,
+  ...                           num_train_steps=2)
+  Trained steps 1-2: loss ...
+  Checkpoints and TensorBoard logs: .../train
+  >>> [row["step"] for row in history]
+  [1, 2]
+  """
+  where = "fit()"
+  _hparams(run_dir, "train", settings, where)  # bad settings are refused before the pairs' write
+  settings = _data_setting(data, settings, where,
+                           lambda: os.path.join(os.fspath(run_dir), TRAIN_PAIRS))
+  hps, given = _hparams(run_dir, "train", settings, where)
+  with stopping.until_stopped():
+    return run_settled(hps, given)
+
+
+def load(run_dir, checkpoint=None, **settings):
+  """The run in `run_dir` loaded as decode mode loads it: its record's model settings, vocab
+  and tokenisation, the coverage its checkpoint has. checkpoint: None (the newest of train/),
+  "best" (eval's best model), a step (train/model.ckpt-<step>) or a checkpoint prefix.
+  settings: decode's (search, beam_size, min_dec_steps, ...) for every summarize() call, and
+  those the record holds, which must agree with it.
+
+  Examples:
+
+  >>> summarizer = pointer_gen.load(run_dir)
+  >>> summarizer.step
+  2
+  >>> pointer_gen.load(run_dir, hidden_dim=16)
+  Traceback (most recent call last):
+  ...
+  pointer_gen.errors.DataError: --hidden_dim=16 conflicts with hidden_dim=8 recorded in ...
+  """
+  where = "load()"
+  run_dir = os.path.abspath(os.fspath(run_dir))
+  hps, _ = _hparams(run_dir, "decode", settings, where)
+  if run_record.read(run_dir) is None:
+    raise DataError(f"{run_dir}: holds no run ({run_record.FILE_NAME} is missing): give the "
+                    "directory that fit() or --mode=train trained (<log_root>/<exp_name>)")
+  ckpt_path = _checkpoint(hps, checkpoint)
+  hps, given = _hparams(run_dir, "decode", settings, where, single_pass=True,
+                        ckpt_path=ckpt_path)
+  hps = settle.settled(hps, given, finds_data=False)
+  environment.configure_tensorflow(hps.debug)
+  vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
+  model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
+  step = checkpoints.restore_weights(model, ckpt_path)
+  return Summarizer(hps, given, vocab, model, ckpt_path, step)
+
+
+def _checkpoint(hps, checkpoint):
+  """The checkpoint prefix `load`'s `checkpoint` names in the run of `hps`."""
+  if checkpoint is None:
+    path = checkpoints.newest(hps.train_dir)
+    if not path:
+      raise DataError(f"{hps.run_dir}: the run has no checkpoint in {hps.train_dir}: train it "
+                      "first (fit() or --mode=train)")
+    return path
+  if checkpoint == "best":
+    path = checkpoints.newest(hps.eval_dir)
+    if not path:
+      raise DataError(f"{hps.run_dir}: no best model in {hps.eval_dir}: run --mode=eval beside "
+                      "training first, or load the newest checkpoint (checkpoint=None)")
+    return path
+  if isinstance(checkpoint, bool) or not isinstance(checkpoint, (int, str, os.PathLike)):
+    raise TypeError(f"load(): checkpoint={checkpoint!r}: expected None, 'best', a step or a "
+                    "checkpoint prefix")
+  if isinstance(checkpoint, int):
+    path = os.path.join(hps.train_dir, f"{checkpoints.CHECKPOINT_NAME}-{checkpoint}")
+    if not os.path.exists(path + ".index"):
+      kept = sorted(checkpoints.step_of(p) for p in _train_checkpoints(hps.train_dir))
+      raise DataError(f"{hps.run_dir}: no checkpoint of step {checkpoint} in {hps.train_dir} "
+                      f"(it keeps steps {', '.join(map(str, kept)) or 'none'})")
+    return path
+  return checkpoints.resolve(hps, os.fspath(checkpoint))
+
+
+def _train_checkpoints(train_dir):
+  prefix = checkpoints.CHECKPOINT_NAME + "-"
+  return [os.path.join(train_dir, name[:-len(".index")])
+          for name in (os.listdir(train_dir) if os.path.isdir(train_dir) else [])
+          if name.startswith(prefix) and name.endswith(".index")]
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+  """One article's summary.
+
+  text: the summary as the run's tokenizer writes its words (with spaces, but none between
+  CJK characters); tokens: its words, [STOP] left out; log_prob: the search's log-probability
+  of them; p_gen_mean: the mean generation probability over its steps; attention: with
+  summarize(attention=True), the attention of each step over the article's tokens, a float
+  array [len(tokens) + 1 if it ended by [STOP] else len(tokens), len(article_tokens)], else
+  None; article_tokens: the article's tokens the model read (max_enc_steps at most); n_best:
+  with n_best > 1, the search's best summaries as (text, score, log_prob), best first.
+  """
+  text: str
+  tokens: tuple
+  log_prob: float
+  p_gen_mean: float
+  article_tokens: tuple
+  attention: np.ndarray | None = None
+  n_best: tuple | None = None
+
+
+class Summarizer:
+  """A trained run's model, loaded by `load`: summarize, evaluate and export it.
+
+  hparams: the settled HParams (the record's, with load's settings); vocab: its vocab.Vocab;
+  model: the Keras model; checkpoint, step: which weights it holds. Each set of settings builds
+  and compiles its search once; a later summarize() with the same settings reuses it.
+  """
+
+  def __init__(self, hps, given, vocab, model, checkpoint, step):
+    self.hparams, self._given = hps, given
+    self.vocab, self.model = vocab, model
+    self.checkpoint, self.step = checkpoint, step
+    self._searches = {}
+
+  def __repr__(self):
+    return (f"Summarizer({self.hparams.run_dir!r}, checkpoint={self.checkpoint!r}, "
+            f"search={self.hparams.search!r})")
+
+  def _settings(self, settings, where, allowed=SUMMARIZE_SETTINGS):
+    _check_names(settings, allowed & _setting_names(), where,
+                 "a decoding setting (the run's other settings are load()'s)")
+    hps = self.hparams.replace(**settings).validated()
+    strategies.check_flags(hps, self._given | set(settings))
+    return hps
+
+  def summarize(self, articles, *, tokenized=False, attention=False, **settings):
+    """The Summary of each of `articles` (a list of str), in order: the same summaries as
+    `--mode=decode --single_pass` gives the same articles with the same settings.
+
+    tokenized: the articles are already the model's tokens, separated by spaces, as the
+    run's data files were (the .bin format's text); else raw text, tokenised as the run's
+    raw text was (its record's raw_tokenizer). attention: also each step's attention (searched
+    one article at a time, as decode mode's attention files). settings: decode's (search=,
+    beam_size=, min_dec_steps=, the controls', batch_size= articles searched side by side),
+    for this call.
+
+    Examples:
+
+    >>> summary = summarizer.summarize(["the police said the man was arrested ."])[0]
+    >>> summary.text == " ".join(summary.tokens)
+    True
+    >>> 0 < summary.p_gen_mean < 1
+    True
+    >>> summarizer.summarize(["an article"], search="sample", beam_size=2)
+    Traceback (most recent call last):
+    ...
+    pointer_gen.errors.DataError: --beam_size is a setting of --search=beam, not of --search=sample...
+    """
+    where = "summarize()"
+    articles = _articles_checked(articles, where)
+    hps = self._settings(settings, where)
+    if tokenized:
+      reads = (hps.tokenizer, hps.lowercase)
+    else:
+      reads = raw_text.required(hps, "summarize() of raw text (tokenized=False)")
+    if not articles:
+      return []
+    batches = data_lib.make_dataset(
+        lambda: ((article, "") for article in articles), self.vocab.lookup_table(),
+        len(self.vocab), hps.replace(single_pass=True, tokenizer=reads[0], lowercase=reads[1]),
+        1 if attention else hps.batch_size)
+    if attention:
+      search = self._search(hps, attention=True)
+      results = ((example, result) for batch in batches
+                 for example, result in zip(decode.examples([batch]),
+                                            decode.run_search(search, batch)))
+    else:
+      results = self._search(hps, attention=False).decode(decode.examples(batches))
+    return [self._summary(hps, example, result, reads[0]) for example, result in results]
+
+  def _search(self, hps, attention):
+    """The compiled search of `hps` (decode's continuous batching, or a one-article search
+    keeping the attention), built once per setting."""
+    key = (hps, attention)
+    if key not in self._searches:
+      settings = contract.Settings.from_hparams(hps, keep_attention=attention, vocab=self.vocab)
+      if attention:
+        self._searches[key] = decode.make_search(self.model, strategies.make(
+            hps, settings, attention_lib.SearchAttention.of(hps, "view")))
+      else:
+        self._searches[key] = continuous_batching.SlotDecoder(
+            self.model, strategies.make(hps, settings,
+                                        attention_lib.SearchAttention.of(hps, "decode")),
+            hps.batch_size, hps.max_enc_steps)
+    return self._searches[key]
+
+  def _summary(self, hps, example, result, tokenizer):
+    summary = decode.Summary(self.vocab, result, example, (hps.tokenizer, hps.lowercase))
+    article_tokens = tuple(self.vocab.outputids2words(
+        [int(i) for i in example["enc_input_ext"]], example["article_oovs"]))
+    n_best = None
+    if hps.n_best > 1:
+      line = decode.n_best_line(self.vocab, result, example, 0)
+      n_best = tuple((text.written_text(entry["summary"].split(), tokenizer), entry["score"],
+                      entry["log_prob"]) for entry in line["n_best"])
+    return Summary(
+        text=text.written_text(summary.words, tokenizer) if summary.words else "",
+        tokens=tuple(summary.words), log_prob=float(result["log_prob"]),
+        p_gen_mean=float(np.mean(summary.p_gens)) if len(summary.p_gens) else 0.0,
+        article_tokens=article_tokens, attention=summary.attn, n_best=n_best)
+
+  def evaluate(self, data=None, **settings):
+    """The checkpoint's losses on `data` as `--mode=eval --single_pass` scores them (and
+    writes them: <run>/eval/metrics-<step>.json and TensorBoard): {"loss", "num_examples",
+    "mean_nll_per_token", ...}. data: a --data_path glob, or (article, abstract) pairs of raw
+    text; settings: the data's (data_format, article_key, ...).
+
+    Examples:
+
+    >>> scores = summarizer.evaluate(pairs)
+    >>> scores["num_examples"] == len(pairs)
+    True
+    """
+    where = "evaluate()"
+    if data is None and "data_path" not in settings:
+      raise TypeError(f"{where}: give the data to score (data=, a glob or pairs)")
+    with tempfile.TemporaryDirectory(prefix="pointer_gen_eval_") as scratch:
+      settings = _data_setting(data, settings, where,
+                               lambda: os.path.join(scratch, "pairs.jsonl"))
+      hps, given = _hparams(self.hparams.run_dir, "eval", settings, where, single_pass=True,
+                            ckpt_path=self.checkpoint)
+      hps = settle.settled(hps, given)
+      data_lib.check_unknown_words(hps, self.vocab)
+      with stopping.until_stopped():
+        scored = evaluate_lib.run_single_pass(hps, self.vocab)
+    return None if scored is None else scored[1]
+
+  def export(self, export_dir, version=None, **settings):
+    """Writes the SavedModel `--mode=export` writes (raw text in, summaries out; its serving
+    signatures and settings) of this checkpoint to export_dir/<version> (default: its step)
+    and returns that path. settings: decode's, as summarize()'s, built into the export.
+
+    Examples:
+
+    >>> path = summarizer.export(export_dir)
+    >>> os.path.basename(path)
+    '2'
+    """
+    hps = self._settings(settings, "export()", EXPORT_SETTINGS)
+    hps = hps.replace(mode="export")
+    raw_text.required(hps, "export()")  # the SavedModel tokenises raw text
+    return export_lib.export(hps, self.vocab, self.checkpoint, export_dir,
+                             version=version)
