@@ -139,8 +139,7 @@ def run_settled(hps, given, samples=None):
   hps = settle.settled(hps, given)
   # Before the first write (the run's record): a file that is not a vocab stops here.
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
-  if "raw_tokenizer" in given and hps.mode != "train":
-    run_record.add_raw_text(hps)
+  settle.record_raw_text(hps, given)
   environment.configure_tensorflow(hps.debug)
   # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
   strategy = (distribute.make_strategy(hps.strategy, hps.tpu)

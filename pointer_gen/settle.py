@@ -78,10 +78,10 @@ def settled(hps, given, finds_data=None):
   return hps.replace(data=dataclasses.replace(files, reads=raw_text.check_data(hps, formats)))
 
 
-def record_raw_text(hps, flag_values):
-  """Adds a --raw_tokenizer statement that the run's record lacks to it, once `hps` is settled:
-  train and the utilities write the whole record."""
-  if "raw_tokenizer" in config.given_flags(flag_values) and hps.mode != "train":
+def record_raw_text(hps, given):
+  """Adds a --raw_tokenizer statement that the run's record lacks to it, once `hps` is settled
+  (`given`: the names the user set): train and the utilities write the whole record."""
+  if "raw_tokenizer" in given and hps.mode != "train":
     run_record.add_raw_text(hps)
 
 
