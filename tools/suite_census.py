@@ -6,8 +6,8 @@ seconds of its tests, their fixtures and the processes they waited for (getrusag
 and of its reaped children), session fixtures apart (charged once, to their own line), and leaves
 one JSON file per pytest process in $SUITE_CENSUS_DIR. Started by the usercustomize that
 time_suite writes (`watch_process`), it logs every Python process of the suite to the same
-folder: its command line, whether it imported TensorFlow, the PointerGenerator models it built
-and the tf.function traces it made.
+folder: its command line, whether it imported TensorFlow and the CPU seconds that took, the
+PointerGenerator models it built, the tf.function traces it made and the CPU seconds they took.
 """
 
 import atexit
@@ -18,9 +18,16 @@ import json
 import os
 import resource
 import sys
+import threading
 import time
 
 CENSUS_DIR = "SUITE_CENSUS_DIR"
+
+
+def process_cpu():
+  """User + system CPU seconds of this process alone."""
+  own = resource.getrusage(resource.RUSAGE_SELF)
+  return own.ru_utime + own.ru_stime
 
 
 def cpu_seconds():
@@ -72,9 +79,10 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
 
 def watch_process():
-  """Logs this process (when $SUITE_CENSUS_DIR is set): `start <argv>`, `tensorflow` when it
-  imports it, `model` for each PointerGenerator built, `trace <name>` for each tf.function
-  trace."""
+  """Logs this process (when $SUITE_CENSUS_DIR is set): `start <argv>`; `tensorflow <CPU s>` and
+  `imported <CPU s>` (its CPU seconds so far) when its import of TensorFlow starts and ends;
+  `model` for each PointerGenerator built; `trace <name> <CPU s>` for each tf.function trace
+  (0 for one inside another); `cpu <CPU s>` at exit."""
   directory = os.environ.get(CENSUS_DIR)
   if not directory:
     return
@@ -90,22 +98,35 @@ def watch_process():
   def on_import(event, args):
     if event == "import" and args[0] == "tensorflow" and not imported:
       imported.append(True)
-      log("tensorflow")
+      log(f"tensorflow {process_cpu():.3f}")
 
   sys.addaudithook(on_import)
 
   def at_exit():
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    log(f"cpu {own.ru_utime + own.ru_stime:.3f}")
+    log(f"cpu {process_cpu():.3f}")
 
   atexit.register(at_exit)
+
+  def imported_tensorflow(module):
+    del module
+    log(f"imported {process_cpu():.3f}")
+
+  depth = threading.local()
 
   def count_traces(module):
     create = module._create_concrete_function  # pylint: disable=protected-access
 
     def counted(function_type, type_context, func_graph, tracing_options):
-      log(f"trace {tracing_options.name}")
-      return create(function_type, type_context, func_graph, tracing_options)
+      # The CPU seconds of the outermost trace on this thread: those of the traces it makes
+      # inside it are already in them.
+      outer = not getattr(depth, "n", 0)
+      depth.n = getattr(depth, "n", 0) + 1
+      start = time.thread_time()
+      try:
+        return create(function_type, type_context, func_graph, tracing_options)
+      finally:
+        depth.n -= 1
+        log(f"trace {tracing_options.name} {time.thread_time() - start if outer else 0.0:.4f}")
 
     module._create_concrete_function = counted  # pylint: disable=protected-access
 
@@ -119,12 +140,16 @@ def watch_process():
     module.PointerGenerator.__init__ = counted
 
   sys.meta_path.insert(0, _AfterImport({
+      "tensorflow": imported_tensorflow,
       "tensorflow.python.eager.polymorphic_function.tracing_compilation": count_traces,
       "pointer_gen.model": count_models}))
 
 
 def read_processes(directory):
-  """[{"argv", "tensorflow", "models", "traces"}] of each process logged in `directory`."""
+  """[{"argv", "tensorflow", "import_cpu", "models", "traces", "trace_cpu", "cpu"}] of each
+  process logged in `directory`: whether it imported TensorFlow and the CPU seconds that import
+  took, the models it built, its traces and the CPU seconds of their outermost ones, and its
+  own CPU seconds at exit (None if it never got there: killed, or ended by os._exit)."""
   processes = []
   for name in sorted(os.listdir(directory)):
     if not name.startswith("process-"):
@@ -133,9 +158,13 @@ def read_processes(directory):
       lines = f.read().splitlines()
     argv = json.loads(lines[0].removeprefix("start ")) if lines else []
     cpu = [float(line.split()[1]) for line in lines if line.startswith("cpu ")]
-    processes.append({"argv": argv, "tensorflow": "tensorflow" in lines,
-                      "models": lines.count("model"),
-                      "traces": sum(line.startswith("trace ") for line in lines),
+    started = [float(line.split()[1]) for line in lines if line.startswith("tensorflow ")]
+    ended = [float(line.split()[1]) for line in lines if line.startswith("imported ")]
+    traces = [line.split() for line in lines if line.startswith("trace ")]
+    processes.append({"argv": argv, "tensorflow": bool(started),
+                      "import_cpu": ended[0] - started[0] if started and ended else 0.0,
+                      "models": lines.count("model"), "traces": len(traces),
+                      "trace_cpu": sum(float(t[2]) for t in traces),
                       "cpu": cpu[0] if cpu else None})
   return processes
 
@@ -147,6 +176,7 @@ class _Costs:
 
   def __init__(self):
     self.files = collections.defaultdict(float)
+    self.tests = collections.defaultdict(float)
     self.fixtures = collections.defaultdict(float)
     self.outcomes = collections.defaultdict(collections.Counter)
     self.session_fixture_cpu = 0.0
@@ -162,6 +192,7 @@ def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
   yield
   spent = cpu_seconds() - before - (_COSTS.session_fixture_cpu - fixtures_before)
   _COSTS.files[item.path.name] += spent
+  _COSTS.tests[item.nodeid] += spent
 
 
 pytest_runtest_protocol.hookwrapper = True
@@ -199,22 +230,25 @@ def pytest_sessionfinish(session):  # pylint: disable=unused-argument
     own = resource.getrusage(resource.RUSAGE_SELF)
     attributed = cpu_seconds() - own.ru_utime - own.ru_stime
   with open(os.path.join(directory, f"pytest-{os.getpid()}.json"), "w", encoding="utf-8") as f:
-    json.dump({"files": _COSTS.files, "session_fixtures": _COSTS.fixtures,
+    json.dump({"files": _COSTS.files, "tests": _COSTS.tests, "session_fixtures": _COSTS.fixtures,
                "outcomes": _COSTS.outcomes, "wall": time.monotonic() - _COSTS.start,
                "outside_tests": cpu_seconds() - attributed}, f)
 
 
 def read_pytest(directory):
-  """The per-file CPU seconds, session fixtures' CPU seconds, outcomes and CPU seconds outside
+  """The per-file and per-test CPU seconds (a test's, its module fixtures' when it came first
+  in its module), session fixtures' CPU seconds, outcomes and CPU seconds outside
   any test (start-up, collection) summed over the pytest processes logged in `directory`, and
   of each process that ran tests (an xdist worker) its wall seconds, files and CPU seconds."""
-  files, fixtures, outside = collections.Counter(), collections.Counter(), 0.0
+  files, tests, fixtures, outside = (collections.Counter(), collections.Counter(),
+                                     collections.Counter(), 0.0)
   outcomes, workers = collections.defaultdict(collections.Counter), []
   for name in sorted(os.listdir(directory)):
     if name.startswith("pytest-"):
       with open(os.path.join(directory, name), encoding="utf-8") as f:
         data = json.load(f)
       files.update(data["files"])
+      tests.update(data["tests"])
       fixtures.update(data["session_fixtures"])
       outside += data["outside_tests"]
       for file_name, counts in data["outcomes"].items():
@@ -223,6 +257,6 @@ def read_pytest(directory):
         workers.append({"wall": data["wall"], "files": len(data["files"]),
                         "cpu": sum(data["files"].values()) + sum(
                             data["session_fixtures"].values())})
-  return {"files": files, "session_fixtures": fixtures, "outside_tests": outside,
+  return {"files": files, "tests": tests, "session_fixtures": fixtures, "outside_tests": outside,
           "outcomes": outcomes, "workers": workers}
 

@@ -36,6 +36,7 @@ import suite_census
 TOOLS = pathlib.Path(__file__).resolve().parent
 REPO = TOOLS.parent
 COMMAND = ("-m", "pytest", "-q", "tests")  # the README's test command, after `python`
+TOP_TESTS = 40
 COUNTS = ("passed", "failed", "skipped", "errors")
 
 FLAGS = flags.FLAGS
@@ -128,6 +129,9 @@ def _print_census(census):
       outcomes = ", ".join(f"{n} {o}" for o, n in sorted(pytest_costs["outcomes"][file_name]
                                                         .items()))
       print(f"  {file_name}: {seconds:.1f} ({outcomes})")
+    print(f"  the {TOP_TESTS} costliest tests (with the module fixtures made for them):")
+    for node_id, seconds in pytest_costs["tests"].most_common(TOP_TESTS):
+      print(f"    {node_id}: {seconds:.1f}")
     for fixture, seconds in pytest_costs["session_fixtures"].most_common():
       print(f"  session fixture {fixture}: {seconds:.1f}")
     print(f"  outside tests (start-up, collection, xdist): {pytest_costs['outside_tests']:.1f}")
@@ -142,14 +146,19 @@ def _print_census(census):
       kind["with TensorFlow"] += process["tensorflow"]
       kind["models"] += process["models"]
       kind["traces"] += process["traces"]
+      kind["CPU-s importing TensorFlow"] += process["import_cpu"]
+      kind["CPU-s tracing"] += process["trace_cpu"]
+      kind["own CPU-s (of those that exited)"] += process["cpu"] or 0.0
     total = collections.Counter()
     for kind in kinds.values():
       total.update(kind)
     print(f"  {total['processes']} Python processes, {total['with TensorFlow']} importing "
-          f"TensorFlow; {total['models']} PointerGenerator models built, {total['traces']} "
-          "tf.function traces; by program:")
+          f"TensorFlow ({total['CPU-s importing TensorFlow']:.1f} CPU-s); {total['models']} "
+          f"PointerGenerator models built, {total['traces']} tf.function traces "
+          f"({total['CPU-s tracing']:.1f} CPU-s); by program:")
     for program, kind in sorted(kinds.items(), key=lambda item: -item[1]["processes"]):
-      print(f"    {program}: " + ", ".join(f"{v} {k}" for k, v in kind.items()))
+      print(f"    {program}: " + ", ".join(
+          f"{v:.1f} {k}" if isinstance(v, float) else f"{v} {k}" for k, v in kind.items()))
 
 
 def main(argv):
