@@ -32,9 +32,8 @@ def process_cpu():
 
 def cpu_seconds():
   """User + system CPU seconds of this process and of the children it has waited for."""
-  own = resource.getrusage(resource.RUSAGE_SELF)
   children = resource.getrusage(resource.RUSAGE_CHILDREN)
-  return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+  return process_cpu() + children.ru_utime + children.ru_stime
 
 
 # ----------------------------------------------------------------- every process: what it did
@@ -227,8 +226,7 @@ def pytest_sessionfinish(session):  # pylint: disable=unused-argument
     return
   attributed = sum(_COSTS.files.values()) + sum(_COSTS.fixtures.values())
   if _COSTS.controller:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    attributed = cpu_seconds() - own.ru_utime - own.ru_stime
+    attributed = cpu_seconds() - process_cpu()
   with open(os.path.join(directory, f"pytest-{os.getpid()}.json"), "w", encoding="utf-8") as f:
     json.dump({"files": _COSTS.files, "tests": _COSTS.tests, "session_fixtures": _COSTS.fixtures,
                "outcomes": _COSTS.outcomes, "wall": time.monotonic() - _COSTS.start,
