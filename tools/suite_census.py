@@ -163,7 +163,7 @@ def read_processes(directory):
     processes.append({"argv": argv, "tensorflow": bool(started),
                       "import_cpu": ended[0] - started[0] if started and ended else 0.0,
                       "models": lines.count("model"), "traces": len(traces),
-                      "trace_cpu": sum(float(t[2]) for t in traces),
+                      "trace_cpu": sum((float(t[2]) for t in traces), 0.0),
                       "cpu": cpu[0] if cpu else None})
   return processes
 
