@@ -22,31 +22,31 @@ import tempfile
 import numpy as np
 
 from pointer_gen import attention as attention_lib
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import data as data_lib
-from pointer_gen import decode
-from pointer_gen import distribute
-from pointer_gen import environment
-from pointer_gen import eval_samples
-from pointer_gen import evaluate as evaluate_lib
-from pointer_gen import export as export_lib
-from pointer_gen import files
-from pointer_gen import model as model_lib
-from pointer_gen import raw_text
-from pointer_gen import run_record
 from pointer_gen import settle
-from pointer_gen import stopping
-from pointer_gen import text
-from pointer_gen import train as train_lib
-from pointer_gen import train_utilities
 from pointer_gen import usage
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
-from pointer_gen.errors import make_output_dir
-from pointer_gen.search import contract
+from pointer_gen.base import checkpoints
+from pointer_gen.base import distribute
+from pointer_gen.base import environment
+from pointer_gen.base import files
+from pointer_gen.base import stopping
+from pointer_gen.base.errors import DataError
+from pointer_gen.base.errors import make_output_dir
+from pointer_gen.data import pipeline as data_lib
+from pointer_gen.data import raw_text
+from pointer_gen.data import run_record
+from pointer_gen.inference import decode
+from pointer_gen.inference import eval_samples
+from pointer_gen.inference import export as export_lib
+from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import continuous_batching
+from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
+from pointer_gen.text import tokenizers as text
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import evaluate as evaluate_lib
+from pointer_gen.training import train as train_lib
+from pointer_gen.training import train_utilities
 
 # The settings a summarize() call may change: what decode mode reads (the search, its controls,
 # its attention's compilation) and how many articles run side by side. The model's and the
@@ -205,7 +205,7 @@ def load(run_dir, checkpoint=None, **settings):
   >>> pointer_gen.load(run_dir, hidden_dim=16)
   Traceback (most recent call last):
   ...
-  pointer_gen.errors.DataError: --hidden_dim=16 conflicts with hidden_dim=8 recorded in ...
+  pointer_gen.base.errors.DataError: --hidden_dim=16 conflicts with hidden_dim=8 recorded in ...
   """
   where = "load()"
   run_dir = os.path.abspath(os.fspath(run_dir))
@@ -325,7 +325,7 @@ class Summarizer:
     >>> summarizer.summarize(["an article"], search="sample", beam_size=2)
     Traceback (most recent call last):
     ...
-    pointer_gen.errors.DataError: --beam_size is a setting of --search=beam, not of --search=sample...
+    pointer_gen.base.errors.DataError: --beam_size is a setting of --search=beam, not of --search=sample...
     """
     where = "summarize()"
     articles = _articles_checked(articles, where)

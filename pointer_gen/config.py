@@ -11,17 +11,17 @@ import os
 from absl import flags
 
 from pointer_gen import attention
-from pointer_gen import metrics
-from pointer_gen import settings
-from pointer_gen.errors import DataError
+from pointer_gen.base import settings
+from pointer_gen.base.errors import DataError
+from pointer_gen.base.precision import PRECISIONS
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as formats_registry
-from pointer_gen.model_config import ModelSettings
-from pointer_gen.precision import PRECISIONS
+from pointer_gen.inference import metrics
+from pointer_gen.model.model_config import ModelSettings
 from pointer_gen.search import registry as search_registry
-from pointer_gen.search.controls import registry as controls_registry
 from pointer_gen.search.contract import FIRST_STEP_CONTEXTS
-from pointer_gen.text import TOKENIZERS
+from pointer_gen.search.controls import registry as controls_registry
+from pointer_gen.text.tokenizers import TOKENIZERS
 
 MODES = ("train", "eval", "decode", "export")
 CLIP_NORMS = ("original", "true")

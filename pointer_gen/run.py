@@ -5,8 +5,8 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from pointer_gen import environment  # neither imports TensorFlow
-from pointer_gen import stopping
+from pointer_gen.base import environment  # neither imports TensorFlow
+from pointer_gen.base import stopping
 
 if __name__ == "__main__":
   # Before TensorFlow's import, which takes seconds: Ctrl-C or SIGTERM stops cleanly from the
@@ -21,12 +21,12 @@ from absl import flags
 
 from pointer_gen import api
 from pointer_gen import config
-from pointer_gen import eval_samples
-from pointer_gen import train
 from pointer_gen import usage
-from pointer_gen.errors import DataError
-from pointer_gen.errors import OutputError
+from pointer_gen.base.errors import DataError
+from pointer_gen.base.errors import OutputError
 from pointer_gen.formats import skips
+from pointer_gen.inference import eval_samples
+from pointer_gen.training import train
 
 FLAGS = flags.FLAGS
 config.define_flags()

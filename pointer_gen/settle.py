@@ -15,16 +15,16 @@ from absl import logging
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import demo_data
-from pointer_gen import raw_text
-from pointer_gen import run_record
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import checkpoints
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import demo as demo_data
+from pointer_gen.data import raw_text
+from pointer_gen.data import run_record
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as formats_registry
 from pointer_gen.search import registry as strategies
+from pointer_gen.text import vocab as vocab_lib
 
 
 def hparams(flag_values):

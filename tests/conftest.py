@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest
 
-from pointer_gen import environment
+from pointer_gen.base import environment
 
 # The tests run the library as the command line runs it (importing the package chooses nothing).
 environment.choose_cpu_settings()
@@ -149,7 +149,7 @@ def _made_once(tmp_path_factory, name, make):
 def demo_corpus(tmp_path_factory):
   """The demo corpus (demo_data.ensure_demo_corpus), generated once for the session: {"dir",
   "train", "val", "test", "vocab"}. Read only: a test that writes beside it copies it first."""
-  from pointer_gen import demo_data  # pylint: disable=g-import-not-at-top
+  from pointer_gen.data import demo as demo_data  # pylint: disable=g-import-not-at-top
 
   def make(directory):
     directory = directory / "demo_data"

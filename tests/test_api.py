@@ -12,12 +12,12 @@ import shutil
 import numpy as np
 import pytest
 
-import pointer_gen
 from pointer_gen import api
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import skips as skips_lib
 from pointer_gen.search import registry as strategies
+import pointer_gen
 
 from helpers import REPO
 from helpers import run_entry_point

@@ -17,13 +17,13 @@ import tensorflow as tf
 
 from pointer_gen import attention
 from pointer_gen import config
-from pointer_gen import losses
-from pointer_gen import model as model_lib
-from pointer_gen import precision
 from pointer_gen import run  # noqa: F401  (defines the flags)  pylint: disable=unused-import
 from pointer_gen.attention import registry
-from pointer_gen.errors import DataError
-from pointer_gen.model_config import ModelConfig
+from pointer_gen.base import precision
+from pointer_gen.base.errors import DataError
+from pointer_gen.model import losses
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.model.model_config import ModelConfig
 from pointer_gen.search import contract as search_lib
 
 N, K, L, T = 3, 2, 7, 3  # articles, rows an article (beams), positions, decoder steps

@@ -10,9 +10,9 @@ from PIL import ImageDraw
 from PIL import ImageFont
 import tensorflow as tf
 
-from pointer_gen import attention_view
-from pointer_gen import eval_samples
-from pointer_gen import tensorboard_log
+from pointer_gen.base import tensorboard_log
+from pointer_gen.inference import attention_view
+from pointer_gen.inference import eval_samples
 
 from helpers import events
 

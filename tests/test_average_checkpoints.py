@@ -4,11 +4,11 @@ weights and the newest's optimizer state and step, and every mode's loader reads
 import numpy as np
 import pytest
 
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import training_state
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import checkpoints
+from pointer_gen.base.errors import DataError
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import training_state
 
 from helpers import load_tool
 from test_search import WORDS

@@ -6,14 +6,14 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import layers
-from pointer_gen import model as model_lib
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.model_config import ModelConfig
+from pointer_gen.model import layers
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.model.model_config import ModelConfig
 from pointer_gen.search import beam as beam_search
 from pointer_gen.search import contract as search_lib
 from pointer_gen.search import distribution
 from pointer_gen.search.controls import registry as controls
+from pointer_gen.text import vocab as vocab_lib
 
 VOCAB = 23
 

@@ -10,14 +10,14 @@ import pytest
 import tensorflow as tf
 
 from helpers import load_tool
-from pointer_gen import attention_view
-from pointer_gen import cjk
 from pointer_gen import config
-from pointer_gen import decode
-from pointer_gen import eval_samples
-from pointer_gen import metrics
-from pointer_gen import text
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.inference import attention_view
+from pointer_gen.inference import decode
+from pointer_gen.inference import eval_samples
+from pointer_gen.inference import metrics
+from pointer_gen.text import cjk
+from pointer_gen.text import tokenizers as text
 
 # (text, its cjk tokens, lower-cased where that differs), one case per rule.
 CASES = [

@@ -3,7 +3,7 @@ looked-up token at a time, and clipping with it gives the original's updates.
 
 The reference is TensorFlow's own: this file, run as a script in a subprocess with
 TF_USE_LEGACY_KERAS=1 (the tf1_references fixture's, with tests/test_tf1_checkpoint.py),
-builds the original's training graph with tools/tf1_reference.py, whose train_op clips the raw
+builds the original's training graph with tools/dev/tf1_reference.py, whose train_op clips the raw
 tf.gradients by global norm before TF1's Adagrad, and trains three steps on batches with
 repeated words at a max_grad_norm well below their norms, saving a TF1 checkpoint before and
 after each step.
@@ -17,11 +17,11 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import tf1_checkpoint
-from pointer_gen import train
-from pointer_gen import training_state
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import tf1_checkpoint
+from pointer_gen.training import train
+from pointer_gen.training import training_state
 
 from helpers import events
 from helpers import REPO
@@ -262,6 +262,6 @@ def test_clip_norm_must_be_original_or_true(reference, tmp_path):
 
 
 if __name__ == "__main__":
-  sys.path.insert(0, str(REPO / "tools"))
+  sys.path.insert(0, str(REPO / "tools" / "dev"))
   import tf1_reference  # pylint: disable=g-import-not-at-top  (sets TF_USE_LEGACY_KERAS)
   _write_tf1_reference(sys.argv[1])

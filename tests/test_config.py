@@ -10,12 +10,12 @@ from absl import flags
 import pytest
 
 from pointer_gen import config
-from pointer_gen.errors import DataError
+from pointer_gen import run  # noqa: F401  (defines the flags)  pylint: disable=unused-import
+from pointer_gen import usage
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import registry as formats_registry
 from pointer_gen.search import registry as search_registry
 from pointer_gen.search.controls import registry as controls_registry
-from pointer_gen import run  # noqa: F401  (defines the flags)  pylint: disable=unused-import
-from pointer_gen import usage
 
 
 def _project_flags():
@@ -52,8 +52,8 @@ def test_every_flag_has_exactly_one_help_group():
 
 
 def test_the_run_records_lists_are_the_declared_treatments():
-  from pointer_gen import run_record  # pylint: disable=g-import-not-at-top
-  from pointer_gen import settings  # pylint: disable=g-import-not-at-top
+  from pointer_gen.base import settings  # pylint: disable=g-import-not-at-top
+  from pointer_gen.data import run_record  # pylint: disable=g-import-not-at-top
   hps = config.HParams()
   assert sorted(run_record.fixed(hps)) == sorted(
       ["vocab_size", "hidden_dim", "emb_dim", "pointer_gen", "tokenizer", "lowercase",

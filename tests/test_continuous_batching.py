@@ -7,9 +7,9 @@ import tensorflow as tf
 
 from pointer_gen import attention
 from pointer_gen import config
-from pointer_gen import model as model_lib
-from pointer_gen import precision
-from pointer_gen.model_config import ModelConfig
+from pointer_gen.base import precision
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.model.model_config import ModelConfig
 from pointer_gen.search import beam as beam_search
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract as search_lib

@@ -13,12 +13,11 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import decode
-from pointer_gen import export
 from pointer_gen import run  # noqa: F401  (defines the flags)  pylint: disable=unused-import
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import pipeline as data
+from pointer_gen.inference import decode
+from pointer_gen.inference import export
 from pointer_gen.search import contract
 from pointer_gen.search import distribution
 from pointer_gen.search import greedy
@@ -26,6 +25,7 @@ from pointer_gen.search import registry as strategies
 from pointer_gen.search.controls import base
 from pointer_gen.search.controls import ngram_blocking
 from pointer_gen.search.controls import registry as controls
+from pointer_gen.text import vocab as vocab_lib
 
 from test_search import WORDS
 from test_search import _corpus

@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.data import pipeline as data
 from pointer_gen.formats import data_files
+from pointer_gen.text import vocab as vocab_lib
 
 WORDS = ["the", "cat", "sat", "on", "mat", ".", "a", "dog"]
 # [UNK]=0 [PAD]=1 [START]=2 [STOP]=3, then the=4 cat=5 sat=6 on=7 mat=8 .=9 a=10 dog=11.

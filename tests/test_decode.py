@@ -11,19 +11,19 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import decode
-from pointer_gen import demo_data
-from pointer_gen import metrics
-from pointer_gen import raw_text
-from pointer_gen import train
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import demo as demo_data
+from pointer_gen.data import pipeline as data
+from pointer_gen.data import raw_text
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
 from pointer_gen.formats import tfrecord_format
+from pointer_gen.inference import decode
+from pointer_gen.inference import metrics
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import train
 
 from helpers import events
 from helpers import load_tool

@@ -12,8 +12,8 @@ import time
 import pytest
 import tensorflow as tf
 
-from pointer_gen import demo_data
-from pointer_gen.vocab import SPECIALS, Vocab
+from pointer_gen.data import demo as demo_data
+from pointer_gen.text.vocab import SPECIALS, Vocab
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 TEMPLATE_WORDS = demo_data.template_words()
@@ -156,7 +156,7 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path):
 def test_same_bytes_in_another_process(tmp_path):
   # A fresh interpreter has other hash seeds and other addresses: catches order that depends
   # on set iteration or on protobuf map hashing.
-  code = ("import sys; from pointer_gen import demo_data; "
+  code = ("import sys; from pointer_gen.data import demo as demo_data; "
           "demo_data.generate_demo_corpus(sys.argv[1], seed=1, num_train=20, num_val=2, "
           "num_test=2)")
   env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(REPO))

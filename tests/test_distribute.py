@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from pointer_gen import checkpoints
-from pointer_gen import model as model_lib
-from pointer_gen import train
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.base import checkpoints
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import train
 
 from helpers import REPO
 from helpers import distribute_common

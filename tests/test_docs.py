@@ -23,7 +23,7 @@ ABSL_FLAGS = frozenset({
 
 _RUN_COMMAND = "python -m pointer_gen.run"
 # A command line in a code block: the project's entry point or one of its tools.
-_COMMAND = re.compile(r"python -m pointer_gen\.run\b|python tools/\w+\.py\b")
+_COMMAND = re.compile(r"python -m pointer_gen\.run\b|python tools/(?:dev/)?\w+\.py\b")
 # A flag named in running text, in backticks: `--name` or `--name=value` (absl's style, with
 # underscores: pip's and pytest's hyphenated options do not match).
 _PROSE_FLAG = re.compile(r"`(--[a-z][a-z0-9_]*)(?:=[^`]*)?`")
@@ -123,7 +123,7 @@ def problems(markdown, doc_dir, run_flags):
     for name in filter(None, map(flag_name, args)):
       if not _known(name, defined):
         found.append(f"`python {program}`: --{name} is not a flag of {program}")
-  for tool in (REPO / "tools").glob("*.py"):
+  for tool in (REPO / "tools").rglob("*.py"):
     all_flags |= _tool_flags(tool)
   for flag in _PROSE_FLAG.findall(markdown):
     if not _known(flag[2:], all_flags):
@@ -209,11 +209,11 @@ def test_command_lines_are_read_from_code_blocks_only():
       "",
       "    pip install -e . && python -m pointer_gen.run --flagfile=flags/demo.cfg # the demo",
       "```sh",
-      "python tools/benchmark.py --tiny > out.txt",
+      "python tools/dev/benchmark.py --tiny > out.txt",
       "```",
   ])
   assert commands(markdown) == [("pointer_gen.run", ["--flagfile=flags/demo.cfg"]),
-                                ("tools/benchmark.py", ["--tiny"])]
+                                ("tools/dev/benchmark.py", ["--tiny"])]
 
 
 _SERVED = re.compile(r'python tools/serve_example\.py --saved_model=exports/pgen "([^"]+)"')
@@ -224,10 +224,10 @@ def test_the_readmes_serving_example_is_text_the_demo_model_knows(demo_corpus):
   """The README serves the demo model one of its validation articles' first sentences (a text
   of words outside the demo's vocab gets "the the the ..."), and the summary it shows holds
   only words of that article and the vocab, none three times."""
-  from pointer_gen import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from pointer_gen.formats import data_files  # pylint: disable=g-import-not-at-top
   from pointer_gen.formats import registry  # pylint: disable=g-import-not-at-top
   from pointer_gen.formats import skips  # pylint: disable=g-import-not-at-top
+  from pointer_gen.text import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   readme = (REPO / "README.md").read_text()
   [article] = _SERVED.findall(readme)
   [summary] = _SERVED_SUMMARY.findall(readme)

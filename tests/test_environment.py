@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pointer_gen import environment
+from pointer_gen.base import environment
 
 
 @pytest.mark.parametrize("given,want", [

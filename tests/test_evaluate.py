@@ -18,21 +18,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_gen import attention_view
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import demo_data
-from pointer_gen import eval_samples
-from pointer_gen import evaluate
-from pointer_gen import losses
-from pointer_gen import model as model_lib
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import checkpoints
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import demo as demo_data
+from pointer_gen.data import pipeline as data
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.inference import attention_view
+from pointer_gen.inference import eval_samples
+from pointer_gen.model import losses
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import evaluate
 
 from helpers import reference
 from helpers import events

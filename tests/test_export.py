@@ -14,19 +14,19 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import decode
-from pointer_gen import demo_data
-from pointer_gen import export
-from pointer_gen import model as model_lib
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import checkpoints
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import demo as demo_data
+from pointer_gen.data import pipeline as data
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.inference import decode
+from pointer_gen.inference import export
+from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
+from pointer_gen.text import vocab as vocab_lib
 
 from helpers import REPO
 from helpers import load_tool

@@ -4,7 +4,7 @@ import stat
 import pytest
 import tensorflow as tf
 
-from pointer_gen import files
+from pointer_gen.base import files
 
 
 def test_write_text_atomic_replaces_the_file_whole(tmp_path):

@@ -8,14 +8,14 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import export
-from pointer_gen import model as model_lib
-from pointer_gen import train
-from pointer_gen import training_state
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.inference import export
+from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import beam as beam_search
 from pointer_gen.search import contract as search_lib
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import train
+from pointer_gen.training import training_state
 
 from test_beam_search import _articles
 from test_beam_search import _random_model

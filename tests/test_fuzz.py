@@ -9,7 +9,7 @@ is compared with the known original; JSONL and vocab lines are generated togethe
 outcome they must have.
 
 POINTER_GEN_FUZZ_SCALE multiplies the number of examples, and POINTER_GEN_FUZZ_REPORT names a
-JSON file that receives the outcome counts; tools/soak.py uses both for its long run.
+JSON file that receives the outcome counts; tools/dev/soak.py uses both for its long run.
 """
 
 import collections
@@ -29,14 +29,14 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import pipeline as data
 from pointer_gen.formats import base
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import data_files
 from pointer_gen.formats import jsonl_format
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.text import vocab as vocab_lib
 
 SCALE = float(os.environ.get("POINTER_GEN_FUZZ_SCALE", "1"))
 # Reading one small file takes milliseconds; a generous bound still catches any hang.

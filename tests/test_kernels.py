@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_gen import loop_gradients
 from pointer_gen.attention import shared
 from pointer_gen.attention import xla
+from pointer_gen.base import loop_gradients
 
 from helpers import np64 as _np
 

@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import attention
-from pointer_gen import layers
-from pointer_gen.model_config import ModelConfig
+from pointer_gen.model import layers
+from pointer_gen.model.model_config import ModelConfig
 
 from helpers import np64, np_sigmoid, np_softmax
 

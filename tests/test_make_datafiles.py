@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import finish_tool_runs, load_tool, start_tool_runs
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import skips as skips_lib

@@ -3,7 +3,7 @@ import re
 import pytest
 from rouge_score import rouge_scorer
 
-from pointer_gen import metrics
+from pointer_gen.inference import metrics
 
 
 def _single(decoded, reference, **kwargs):

@@ -7,10 +7,10 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import losses
-from pointer_gen import model as model_lib
-from pointer_gen import precision
-from pointer_gen.model_config import ModelConfig
+from pointer_gen.base import precision
+from pointer_gen.model import losses
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.model.model_config import ModelConfig
 
 from helpers import reference
 from helpers import np64, np_sigmoid, np_softmax

@@ -11,12 +11,12 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import decode
-from pointer_gen import export
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.inference import decode
+from pointer_gen.inference import export
 from pointer_gen.search import beam as beam_search
 from pointer_gen.search import contract
+from pointer_gen.text import vocab as vocab_lib
 
 from test_beam_search import _articles
 from test_beam_search import _random_model

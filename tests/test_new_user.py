@@ -15,15 +15,15 @@ import sys
 import pytest
 import tensorflow as tf
 
-from pointer_gen import data
-from pointer_gen import decode
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
-from pointer_gen.errors import OutputError
+from pointer_gen.base.errors import DataError
+from pointer_gen.base.errors import OutputError
+from pointer_gen.data import pipeline as data
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
 from pointer_gen.formats import tfrecord_format
+from pointer_gen.inference import decode
+from pointer_gen.text import vocab as vocab_lib
 
 from helpers import REPO
 from helpers import project_error_lines
@@ -195,7 +195,7 @@ def test_what_the_documented_commands_write_in_the_checkout_is_ignored_by_git():
     pytest.skip("not a git checkout")
   docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
   written = {m.group(1) for doc in docs for m in _WRITTEN_BY_FLAG.finditer(doc.read_text("utf-8"))}
-  written |= {m.group(1) for tool in (REPO / "tools").glob("*.py")
+  written |= {m.group(1) for tool in (REPO / "tools").rglob("*.py")
               for m in _JSON_OUT_DEFAULT.finditer(tool.read_text("utf-8"))}
   # A directory's contents, for the values that name one; the README's own list besides.
   paths = sorted({f"{w}/train/checkpoint" if "." not in w else w for w in written} | {

@@ -20,12 +20,12 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.saved_model import signature_serialization
 
-from pointer_gen import decode
-from pointer_gen import environment
-from pointer_gen import model as model_lib
 from pointer_gen import run
 from pointer_gen import usage
+from pointer_gen.base import environment
 from pointer_gen.formats import registry as formats_registry
+from pointer_gen.inference import decode
+from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import registry as search_registry
 
 from helpers import REPO
@@ -269,7 +269,7 @@ def test_no_text_lists_the_search_strategies_by_hand():
   made from the registries."""
   strategies = [rf"{name.rstrip('e')}\w*" for name in search_registry.STRATEGIES]
   texts = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
-           *sorted((REPO / "pointer_gen").rglob("*.py")), *sorted((REPO / "tools").glob("*.py"))]
+           *sorted((REPO / "pointer_gen").rglob("*.py")), *sorted((REPO / "tools").rglob("*.py"))]
   partial = [path.relative_to(REPO) for path in texts
              for held in _listed(strategies, path.read_text(encoding="utf-8"))
              if len(held) < len(strategies)]

@@ -9,20 +9,20 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import decode
-from pointer_gen import export
-from pointer_gen import model as model_lib
-from pointer_gen import precision
-from pointer_gen import train
-from pointer_gen import training_state
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import checkpoints
+from pointer_gen.base import precision
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import pipeline as data
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.inference import decode
+from pointer_gen.inference import export
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import train
+from pointer_gen.training import training_state
 
 # bfloat16 keeps 8 significant bits (7 stored + 1 implicit): each rounding is off by at most
 # 2^-9 (0.2 %) of the value. The loss is a mean over ~30 tokens of float32 logs of float32

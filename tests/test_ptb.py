@@ -11,17 +11,17 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import decode
-from pointer_gen import demo_data
-from pointer_gen import export
-from pointer_gen import model as model_lib
-from pointer_gen import ptb
-from pointer_gen import text
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.base import checkpoints
+from pointer_gen.data import demo as demo_data
+from pointer_gen.data import pipeline as data
 from pointer_gen.formats import data_files
+from pointer_gen.inference import decode
+from pointer_gen.inference import export
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.text import ptb
+from pointer_gen.text import tokenizers as text
+from pointer_gen.text import vocab as vocab_lib
 
 from helpers import reference
 

@@ -15,8 +15,8 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from pointer_gen import run_record
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import run_record
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import skips as skips_lib
 from pointer_gen.formats import tfrecord_format

@@ -14,10 +14,10 @@ import time
 import pytest
 import tensorflow as tf
 
-from pointer_gen import checkpoints
-from pointer_gen import evaluate
-from pointer_gen import run_record
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.base import checkpoints
+from pointer_gen.data import run_record
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import evaluate
 
 from helpers import REPO, project_error_lines, run_main, settle
 

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import finish_tool_runs, start_tool_runs
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import data_files
@@ -385,7 +385,7 @@ def test_every_formats_settings_are_flags_hparams_fields_and_recorded(name):
   from absl import flags  # pylint: disable=g-import-not-at-top
   from pointer_gen import config  # pylint: disable=g-import-not-at-top
   from pointer_gen import run  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from pointer_gen import run_record  # pylint: disable=g-import-not-at-top
+  from pointer_gen.data import run_record  # pylint: disable=g-import-not-at-top
   fmt = data_formats.get(name)
   defaults = config.HParams()
   for setting, _, default, help_text in fmt.Options.declared():

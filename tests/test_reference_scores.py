@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import evaluate
-from pointer_gen import reference_scores
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import pipeline as data
+from pointer_gen.inference import reference_scores
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import evaluate
 
 from test_search import WORDS
 from test_search import _corpus

@@ -25,10 +25,10 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import decode
-from pointer_gen import files
-from pointer_gen import train
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.base import files
+from pointer_gen.inference import decode
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import train
 
 from helpers import load_tool, run_entry_point, run_main, tiny_flags, tiny_hparams
 
@@ -410,7 +410,7 @@ def test_disk_full_while_writing_summaries_is_a_clear_error(background, tiny_run
 
 @pytest.mark.soak
 def test_short_soak_sigkill_training_beside_eval(tmp_path):
-  """tools/soak.py at a small scale: 3 SIGKILLs (the 1st and 3rd inside a checkpoint write),
+  """tools/dev/soak.py at a small scale: 3 SIGKILLs (the 1st and 3rd inside a checkpoint write),
   restarts, and a concurrent eval that must never fail; it raises on any failed check."""
   soak = load_tool("soak")
   summary = soak.kill_soak(str(tmp_path), kills=3, seed=0, report=lambda line: None)

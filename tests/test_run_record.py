@@ -20,18 +20,18 @@ import unicodedata
 
 import pytest
 
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import model as model_lib
-from pointer_gen import run_lock
-from pointer_gen import run_record
-from pointer_gen import text
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import checkpoints
+from pointer_gen.base import run_lock
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import pipeline as data
+from pointer_gen.data import run_record
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.text import tokenizers as text
+from pointer_gen.text import vocab as vocab_lib
 
 from helpers import reference
 from helpers import REPO
@@ -311,7 +311,7 @@ def test_oov_warning_names_vocab_size_when_the_whole_file_would_leave_far_fewer(
 
 _HOLD_LOCK = """
 import sys, time
-from pointer_gen import run_lock
+from pointer_gen.base import run_lock
 with run_lock.held(sys.argv[1]):
   print("held", flush=True)
   time.sleep(300)

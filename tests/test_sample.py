@@ -13,14 +13,14 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import decode
-from pointer_gen import export
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import pipeline as data
+from pointer_gen.inference import decode
+from pointer_gen.inference import export
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
 from pointer_gen.search import sample
+from pointer_gen.text import vocab as vocab_lib
 
 from test_search import WORDS
 from test_search import _corpus

@@ -13,15 +13,15 @@ import tensorflow as tf
 import pytest
 
 from pointer_gen import config
-from pointer_gen import decode
-from pointer_gen import model as model_lib
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.inference import decode
+from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import beam as beam_search
 from pointer_gen.search import contract as search_lib
 from pointer_gen.search import greedy as greedy_search
 from pointer_gen.search import registry as strategies
 from pointer_gen.search.controls import registry as controls
+from pointer_gen.text import vocab as vocab_lib
 
 
 WORDS = [f"w{i}" for i in range(16)]

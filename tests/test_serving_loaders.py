@@ -18,12 +18,12 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from pointer_gen import demo_data
-from pointer_gen import export
-from pointer_gen import tf1_checkpoint
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.data import demo as demo_data
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.inference import export
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import tf1_checkpoint
 
 from helpers import REPO
 from helpers import serving

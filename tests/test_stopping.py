@@ -3,9 +3,9 @@ exit status 0, one `Stopping on` line, no traceback, and every file they write c
 absent.
 
 The processes start as a non-interactive shell starts a background job: with SIGINT ignored.
-tools/soak.py run that way (`python tools/soak.py ... &`) once failed to stop: its eval
+tools/dev/soak.py run that way (`python tools/dev/soak.py ... &`) once failed to stop: its eval
 inherited the ignored SIGINT, which Python then leaves ignored, so the soak's final SIGINT did
-nothing. The testing hook POINTER_GEN_TESTING_PAUSE_AT (pointer_gen/stopping.py) holds eval at
+nothing. The testing hook POINTER_GEN_TESTING_PAUSE_AT (pointer_gen/base/stopping.py) holds eval at
 a named phase, as a long TensorFlow call would, so that the signal lands there.
 """
 
@@ -22,10 +22,10 @@ import time
 import pytest
 import tensorflow as tf
 
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import model as model_lib
-from pointer_gen import stopping
+from pointer_gen.base import checkpoints
+from pointer_gen.base import stopping
+from pointer_gen.model import pointer_generator as model_lib
 
 from helpers import REPO, TINY_RUN, load_tool, project_error_lines, tiny_flags
 

@@ -4,7 +4,7 @@ The reference is computed by TensorFlow itself, not by our code: this file, run 
 subprocess with TF_USE_LEGACY_KERAS=1 (the tf1_references fixture's, which runs
 tests/test_clip_norm.py too; tf.compat.v1's RNN cells then come from tf_keras, which
 holds TF1's LSTMCell; with Keras 3 they are unavailable), builds the original's graph in TF1
-graph mode with tools/tf1_reference.py (also the speed baseline of docs/performance.md)
+graph mode with tools/dev/tf1_reference.py (also the speed baseline of docs/performance.md)
 under its exact variable scopes: TF1's LSTMCell in bidirectional_dynamic_rnn, the
 reduce-states, the attention decoder written the TF1 way (linear() on concatenated arguments,
 W_h and w_c as 1x1 convolutions, input feeding, p_gen, scatter_nd final distribution), the
@@ -20,20 +20,20 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_gen import checkpoints
 from pointer_gen import config
-from pointer_gen import environment
-from pointer_gen import layers
-from pointer_gen import losses
-from pointer_gen import model as model_lib
-from pointer_gen import raw_text
-from pointer_gen import run_record
 from pointer_gen import settle
-from pointer_gen import tf1_checkpoint
-from pointer_gen import train
-from pointer_gen import training_state
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import checkpoints
+from pointer_gen.base import environment
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import raw_text
+from pointer_gen.data import run_record
+from pointer_gen.model import layers
+from pointer_gen.model import losses
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import tf1_checkpoint
+from pointer_gen.training import train
+from pointer_gen.training import training_state
 
 from helpers import load_tool
 from helpers import run_main
@@ -458,6 +458,6 @@ def test_cli_converts_into_a_run_and_refuses_to_overwrite_it(reference, tmp_path
 
 
 if __name__ == "__main__":
-  sys.path.insert(0, str(REPO / "tools"))
+  sys.path.insert(0, str(REPO / "tools" / "dev"))
   import tf1_reference  # pylint: disable=g-import-not-at-top  (sets TF_USE_LEGACY_KERAS)
   _write_tf1_reference(sys.argv[1])

@@ -1,4 +1,4 @@
-"""The original's decode as `tools/tf1_reference.py --decode` runs it (its one-step TF1 graph,
+"""The original's decode as `tools/dev/tf1_reference.py --decode` runs it (its one-step TF1 graph,
 its beam search in Python over one article at a time) against pointer_gen's compiled beam
 search on the same weights and articles.
 
@@ -19,12 +19,12 @@ import tensorflow as tf
 
 from pointer_gen import attention
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import model as model_lib
-from pointer_gen import tf1_checkpoint
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.data import pipeline as data
+from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import beam as beam_search
 from pointer_gen.search import contract as search_lib
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import tf1_checkpoint
 
 from helpers import REPO
 
@@ -40,7 +40,7 @@ def tf1_decode(demo_corpus, tmp_path_factory):
   """The tool's JSON and the prefix of the checkpoint of the weights it decoded with."""
   out = tmp_path_factory.mktemp("tf1_decode")
   prefix = str(out / "model.ckpt")
-  argv = [sys.executable, str(REPO / "tools" / "tf1_reference.py"), "--decode",
+  argv = [sys.executable, str(REPO / "tools" / "dev" / "tf1_reference.py"), "--decode",
           f"--vocab_size={V}", f"--emb_dim={E}", f"--hidden_dim={H}", f"--max_enc_steps={L}",
           f"--beam_size={BEAM}", f"--min_dec_steps={MIN_STEPS}", f"--max_dec_steps={MAX_STEPS}",
           f"--warmup={WARMUP}", f"--decode_articles={ARTICLES}",

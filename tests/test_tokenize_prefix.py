@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 import pytest
 import tensorflow as tf
 
-from pointer_gen import data
-from pointer_gen import ptb
-from pointer_gen import text
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.data import pipeline as data
+from pointer_gen.text import ptb
+from pointer_gen.text import tokenizers as text
+from pointer_gen.text import vocab as vocab_lib
 
 CONFIGS = [(t, lowercase) for t in text.TOKENIZERS for lowercase in (False, True)]
 

@@ -1,4 +1,4 @@
-"""tools/trace_ops.py, profile_step.py's reading of a tf.profiler trace: every op that ran is
+"""tools/dev/trace_ops.py, profile_step.py's reading of a tf.profiler trace: every op that ran is
 counted once, including calls to XLA-compiled functions, whose kernels appear in the trace
 under XLA's fusion names rather than as "name:type" op events.
 

@@ -7,11 +7,11 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
-from pointer_gen import data
-from pointer_gen import train
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import pipeline as data
 from pointer_gen.formats import data_files
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import train
 
 from helpers import events
 from helpers import tiny_hparams

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pointer_gen import checkpoints
-from pointer_gen import evaluate
-from pointer_gen import model as model_lib
-from pointer_gen import run_record
-from pointer_gen import train
-from pointer_gen import train_utilities
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import checkpoints
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import run_record
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import evaluate
+from pointer_gen.training import train
+from pointer_gen.training import train_utilities
 
 from helpers import run_main, tiny_flags, tiny_hparams
 

@@ -27,8 +27,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from pointer_gen import checkpoints
-from pointer_gen.errors import DataError
+from pointer_gen.base import checkpoints
+from pointer_gen.base.errors import DataError
 
 flags.DEFINE_string("average_train_dir", "", "The run's train dir, whose --average_last "
                     "checkpoints (by its state file) are averaged.")

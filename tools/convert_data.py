@@ -20,8 +20,8 @@ import sys
 from absl import app
 from absl import flags
 
-from pointer_gen import settings
-from pointer_gen.errors import DataError
+from pointer_gen.base import settings
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib

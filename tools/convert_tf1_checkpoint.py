@@ -21,11 +21,11 @@ from absl import app
 from absl import flags
 
 from pointer_gen import config
-from pointer_gen import environment
-from pointer_gen import raw_text
-from pointer_gen import tf1_checkpoint
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import environment
+from pointer_gen.base.errors import DataError
+from pointer_gen.data import raw_text
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import tf1_checkpoint
 
 FLAGS = flags.FLAGS
 # The run's own flags, so the run directory and the model match what the modes build.

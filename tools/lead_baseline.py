@@ -5,7 +5,7 @@ reference length in characters, scored as single-pass decode scores a model's su
       --tokenizer=cjk --lowercase --rouge_tokenizer=cjk
 
 The lead and the reference are tokenised as decode tokenises a reference (--tokenizer,
---lowercase: the run's), then scored by pointer_gen.metrics.rouge with --rouge_tokenizer, the
+--lowercase: the run's), then scored by pointer_gen.inference.metrics.rouge with --rouge_tokenizer, the
 same bootstrap intervals included. For text written without spaces, where a lead of N words
 would be a lead of N characters anyway and a title is short, N characters is the baseline that
 the papers' "lead" means (docs/decoding.md#text-written-without-spaces gives its figures).
@@ -17,14 +17,14 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from pointer_gen import decode
-from pointer_gen import metrics
-from pointer_gen import settings
-from pointer_gen import text
-from pointer_gen.errors import DataError
+from pointer_gen.base import settings
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.inference import decode
+from pointer_gen.inference import metrics
+from pointer_gen.text import tokenizers as text
 
 FLAGS = flags.FLAGS
 

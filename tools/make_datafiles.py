@@ -9,7 +9,7 @@ r"""Makes the original's CNN/DailyMail `finished_files` from the raw stories or 
 Writes `train.bin`, `val.bin`, `test.bin`, `chunked/<split>_NNN.bin` (--chunk_size records each)
 and `vocab` (the train split's --max_size most frequent tokens, `word count` lines) into
 --out_dir, laid out as the original's make_datafiles.py wrote them, with the text tokenised by
-`pointer_gen.text.tokenize` (--tokenizer=ptb reproduces the original's CoreNLP step) instead of
+`pointer_gen.text.tokenizers.tokenize` (--tokenizer=ptb reproduces the original's CoreNLP step) instead of
 Java. A story's `.story` file is named by the sha1 hex digest of its url, as in the url lists
 all_train.txt, all_val.txt and all_test.txt (all three needed); the file is looked for in each
 --stories_dir in turn. A JSONL record is taken as the story it would be: its article's lines,
@@ -42,14 +42,14 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
-from pointer_gen import text
-from pointer_gen import vocab
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import data_files
 from pointer_gen.formats import jsonl_format
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.text import tokenizers as text
+from pointer_gen.text import vocab
 
 SPLITS = ("train", "val", "test")
 HIGHLIGHT_MARKER = "@highlight"

@@ -12,13 +12,13 @@ import sys
 from absl import app
 from absl import flags
 
-from pointer_gen import settings
-from pointer_gen import text
-from pointer_gen import vocab
-from pointer_gen.errors import DataError
+from pointer_gen.base import settings
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.text import tokenizers as text
+from pointer_gen.text import vocab
 
 FLAGS = flags.FLAGS
 

@@ -14,13 +14,13 @@ calls an implementation; adding one: docs/extending.md.
 """
 
 from pointer_gen.attention.registry import AUTO
-from pointer_gen.attention.registry import CONTEXTS
-from pointer_gen.attention.registry import DEFAULT_SEARCH
-from pointer_gen.attention.registry import IMPLEMENTATIONS
-from pointer_gen.attention.registry import SearchAttention
 from pointer_gen.attention.registry import auto
 from pointer_gen.attention.registry import check
 from pointer_gen.attention.registry import chosen
+from pointer_gen.attention.registry import CONTEXTS
+from pointer_gen.attention.registry import DEFAULT_SEARCH
 from pointer_gen.attention.registry import get
 from pointer_gen.attention.registry import implementation_help
+from pointer_gen.attention.registry import IMPLEMENTATIONS
+from pointer_gen.attention.registry import SearchAttention
 from pointer_gen.attention.registry import spelling_help

@@ -5,7 +5,7 @@ differentiated by TensorFlow: the reference every other implementation is held t
 import tensorflow as tf
 
 from pointer_gen.attention import interface
-from pointer_gen.precision import OUTPUT_DTYPE
+from pointer_gen.base.precision import OUTPUT_DTYPE
 
 
 class Eager(interface.Implementation):

@@ -17,7 +17,7 @@ The step reads the weights the paper's equations have; a formula with another we
 import tensorflow as tf
 
 from pointer_gen.attention import interface
-from pointer_gen.precision import OUTPUT_DTYPE
+from pointer_gen.base.precision import OUTPUT_DTYPE
 
 
 class ScoresAndContext(interface.Implementation):

@@ -10,9 +10,9 @@ tests/test_attention_implementations.py holds them.
 
 import tensorflow as tf
 
-from pointer_gen import loop_gradients
 from pointer_gen.attention import fast
 from pointer_gen.attention import interface
+from pointer_gen.base import loop_gradients
 
 
 class HandGradient(fast.ScoresAndContext):

@@ -10,7 +10,7 @@ from pointer_gen.attention import eager
 from pointer_gen.attention import hand_gradient
 from pointer_gen.attention import shared
 from pointer_gen.attention import xla
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
 
 # --attention_implementation's choices, one line each: name -> interface.Implementation class.
 IMPLEMENTATIONS = {

@@ -5,10 +5,10 @@ import itertools
 import os
 from typing import Iterator, NamedTuple
 
-from pointer_gen import settings
+from pointer_gen.base import settings
 from pointer_gen.formats.skips import Skip
 from pointer_gen.formats.skips import SkipCounter
-from pointer_gen.vocab import SENTENCE_END, SENTENCE_START
+from pointer_gen.text.vocab import SENTENCE_END, SENTENCE_START
 
 
 class Record(NamedTuple):

@@ -6,8 +6,8 @@ framing is an error, a damaged payload a skipped record."""
 import os
 import struct
 
-from pointer_gen import files
-from pointer_gen.errors import DataError
+from pointer_gen.base import files
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats import example
 

@@ -7,7 +7,7 @@ import glob
 import os
 from typing import Any
 
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats import registry
 

@@ -6,10 +6,10 @@ from google.protobuf import unknown_fields
 from google.protobuf.message import DecodeError
 import tensorflow as tf
 
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats.skips import Skip
-from pointer_gen.vocab import SENTENCE_END, SENTENCE_START
+from pointer_gen.text.vocab import SENTENCE_END, SENTENCE_START
 
 
 def _bytes_feature(example, name):

@@ -5,12 +5,12 @@ its settings, `article_key` and `abstract_key` (the --article_key and --abstract
 import dataclasses
 import json
 
-from pointer_gen import files
-from pointer_gen import settings
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import files
+from pointer_gen.base import settings
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats.skips import Skip
+from pointer_gen.text import vocab as vocab_lib
 
 ARTICLE_KEY = "article"
 # The default abstract_key: `abstract_sentences` (a list of strings) when the object has it,

@@ -6,7 +6,7 @@ its name."""
 
 import os
 
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import jsonl_format
 from pointer_gen.formats import tfrecord_format

@@ -9,8 +9,8 @@ import re
 
 import tensorflow as tf
 
-from pointer_gen import files
-from pointer_gen.errors import DataError
+from pointer_gen.base import files
+from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats import example
 

@@ -22,12 +22,12 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from pointer_gen import precision
-from pointer_gen import settings as settings_lib
-from pointer_gen import vocab as vocab_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import precision
+from pointer_gen.base import settings as settings_lib
+from pointer_gen.base.errors import DataError
 from pointer_gen.search import contract
 from pointer_gen.search.controls import base as controls_base
+from pointer_gen.text import vocab as vocab_lib
 
 
 def _gather_beams(tensor, indices):

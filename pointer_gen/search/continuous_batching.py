@@ -20,8 +20,8 @@ import itertools
 import numpy as np
 import tensorflow as tf
 
-from pointer_gen import vocab as vocab_lib
 from pointer_gen.search import contract
+from pointer_gen.text import vocab as vocab_lib
 
 # The slots' memory (contract.py's): the attention's, the extended ids and their copy_index.
 MEMORY = ("states", "features", "mask", "ext_ids", "copy_segment", "article_ids")

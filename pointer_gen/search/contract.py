@@ -49,12 +49,12 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 from pointer_gen import attention as attention_lib
-from pointer_gen import layers
-from pointer_gen import settings
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.base import settings
+from pointer_gen.model import layers
 from pointer_gen.search.controls import registry as controls_registry
 from pointer_gen.search.distribution import top_k
 from pointer_gen.search.distribution import top_of_final_distribution
+from pointer_gen.text import vocab as vocab_lib
 
 # Step 0's decoder input: the original's decode (an attention over the encoder's final state),
 # or training's zero context (initial_decoder_state).

@@ -10,7 +10,7 @@ single-pass decode's directory name (dir_name), its metrics.json and the export'
 signature (written), the decoding controls' (controls/registry.py) beside the strategy's.
 """
 
-from pointer_gen.errors import DataError
+from pointer_gen.base.errors import DataError
 from pointer_gen.search import beam
 from pointer_gen.search import greedy
 from pointer_gen.search import sample

@@ -22,7 +22,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from pointer_gen import settings as settings_lib
+from pointer_gen.base import settings as settings_lib
 from pointer_gen.search import contract
 from pointer_gen.search import greedy
 

@@ -39,10 +39,16 @@ def project_error_lines(stderr):
   return errors
 
 
+def tool_path(name):
+  """tools/<name>.py (the user's tools) or, failing that, tools/dev/<name>.py (the project's)."""
+  path = REPO / "tools" / f"{name}.py"
+  return path if path.exists() else REPO / "tools" / "dev" / f"{name}.py"
+
+
 def load_tool(name):
-  """Imports tools/<name>.py once per test session (its absl flags can be defined only once)."""
+  """Imports tool_path(name) once per test session (its absl flags can be defined only once)."""
   if name not in sys.modules:
-    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, tool_path(name))
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from pointer_gen import data
+from pointer_gen.data import pipeline as data
 
 from helpers import tiny_hparams as tiny_run_hparams
 

@@ -10,8 +10,8 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-from pointer_gen import train  # pylint: disable=g-import-not-at-top
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import train  # pylint: disable=g-import-not-at-top
 
 sys.path.insert(0, sys.argv[1])
 from helpers import distribute_common  # pylint: disable=g-import-not-at-top

@@ -2,8 +2,8 @@
 
 import tensorflow as tf
 
-from pointer_gen import layers
-from pointer_gen import text
+from pointer_gen.model import layers
+from pointer_gen.text import tokenizers as text
 
 
 def tokens_of(article, tokenizer="whitespace", lowercase=False):

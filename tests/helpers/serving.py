@@ -7,10 +7,10 @@ import subprocess
 import numpy as np
 import tensorflow as tf
 
-from pointer_gen import checkpoints
-from pointer_gen import model as model_lib
-from pointer_gen import tf1_checkpoint
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.base import checkpoints
+from pointer_gen.model import pointer_generator as model_lib
+from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.training import tf1_checkpoint
 
 
 def write_random_checkpoint(hps, vocab_size, step):

@@ -1,5 +1,5 @@
 """Run by tests/test_stopping.py in a fresh process (without TensorFlow, so it starts at once):
-installs pointer_gen.stopping with a grace period of argv[2] seconds, prints `ready` and then
+installs pointer_gen.base.stopping with a grace period of argv[2] seconds, prints `ready` and then
 
 - `loop`: checks `stopping.requested()` every 10 ms and prints `loop ended` when it is set;
 - `blocked`: sleeps 60 s, like a main thread inside a long TensorFlow call (Python restarts the
@@ -13,7 +13,7 @@ import time
 
 from absl import logging
 
-from pointer_gen import stopping
+from pointer_gen.base import stopping
 
 
 def main():

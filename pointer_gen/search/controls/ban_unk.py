@@ -6,9 +6,9 @@ import dataclasses
 
 import tensorflow as tf
 
-from pointer_gen import settings as settings_lib
-from pointer_gen import vocab as vocab_lib
+from pointer_gen.base import settings as settings_lib
 from pointer_gen.search.controls import base
+from pointer_gen.text import vocab as vocab_lib
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from pointer_gen import settings as settings_lib
+from pointer_gen.base import settings as settings_lib
 
 
 class View(NamedTuple):

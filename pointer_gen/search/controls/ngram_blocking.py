@@ -8,8 +8,8 @@ import dataclasses
 
 import tensorflow as tf
 
-from pointer_gen import settings as settings_lib
-from pointer_gen.errors import DataError
+from pointer_gen.base import settings as settings_lib
+from pointer_gen.base.errors import DataError
 from pointer_gen.search.controls import base
 
 

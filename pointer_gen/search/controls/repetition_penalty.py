@@ -8,7 +8,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from pointer_gen import settings as settings_lib
+from pointer_gen.base import settings as settings_lib
 from pointer_gen.search.controls import base
 
 
