@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import shutil
+import subprocess
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -79,6 +80,43 @@ def pytest_xdist_make_scheduler(config, log):
       return worker_unit(nodeid)
 
   return FileScheduling(config, log)
+
+
+# The marker of the tests that start real processes (the command line signalled, killed or side by
+# side, workers, exports loaded in fresh interpreters, tools run as scripts): `-m "not slow"` is
+# the quick tier run between edits. A test that starts a process without it fails, naming the
+# program, so the quick tier never starts one.
+SLOW = "slow"
+_RUNNING = {"item": None}
+
+
+class ProcessInQuickTest(Exception):
+  """A test not marked slow started a process."""
+
+
+def _guarded(execute_child):
+  def execute(self, args, *rest, **kwargs):
+    item = _RUNNING["item"]
+    if item is not None and item.get_closest_marker(SLOW) is None:
+      program = args if isinstance(args, (str, bytes)) else " ".join(map(str, args[:2]))
+      raise ProcessInQuickTest(f"{item.nodeid} starts a process ({program}) but is not marked "
+                               f"@pytest.mark.{SLOW}")
+    return execute_child(self, args, *rest, **kwargs)
+  return execute
+
+
+subprocess.Popen._execute_child = _guarded(subprocess.Popen._execute_child)  # pylint: disable=protected-access
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+  """The test whose setup, call or teardown runs now (fixtures it makes included), for _guarded."""
+  del nextitem
+  _RUNNING["item"] = item
+  try:
+    return (yield)
+  finally:
+    _RUNNING["item"] = None
 
 
 def pytest_collection_finish(session):

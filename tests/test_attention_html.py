@@ -105,6 +105,7 @@ def _run_script(*args):
                         timeout=60, check=False)
 
 
+@pytest.mark.slow
 def test_script_writes_page_and_names_bad_file(tmp_path):
   good = tmp_path / "attn_vis_data.json"
   good.write_text(json.dumps(_example()), encoding="utf-8")

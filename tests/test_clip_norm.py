@@ -26,6 +26,9 @@ from pointer_gen.training import training_state
 from helpers import events
 from helpers import REPO
 
+# Each test here starts real processes (conftest.SLOW).
+pytestmark = pytest.mark.slow
+
 # Run on the worker of test_tf1_checkpoint.py (conftest.worker_unit): they share tf1_references.
 
 V, E, H = 30, 6, 5

@@ -153,6 +153,7 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path):
   assert all(first[k] != other[k] for k in first if not k.endswith(".tokenization.json"))
 
 
+@pytest.mark.slow
 def test_same_bytes_in_another_process(tmp_path):
   # A fresh interpreter has other hash seeds and other addresses: catches order that depends
   # on set iteration or on protobuf map hashing.

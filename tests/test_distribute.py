@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from pointer_gen.base import checkpoints
@@ -17,6 +18,9 @@ from pointer_gen.training import train
 from helpers import REPO
 from helpers import distribute_common
 from helpers import tiny_flags
+
+# Each test here starts real processes (conftest.SLOW).
+pytestmark = pytest.mark.slow
 
 HELPERS = REPO / "tests" / "helpers"
 

@@ -25,6 +25,7 @@ def test_xla_vector_width_is_added_unless_given(given, want, monkeypatch):
   assert os.environ["XLA_FLAGS"] == want
 
 
+@pytest.mark.slow
 def test_importing_the_package_and_its_api_names_leaves_the_environment_alone():
   program = ("import json, os, sys\n"
              "before = dict(os.environ)\n"

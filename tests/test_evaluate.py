@@ -105,6 +105,7 @@ def concurrent_run(tmp_path_factory):
           **{name: _read(root / name) for name in ("train.err", "eval.out", "eval.err")}}
 
 
+@pytest.mark.slow
 def test_eval_beside_training_scores_new_checkpoints_and_keeps_the_best(concurrent_run):
   run = concurrent_run
   train_dir, eval_dir = run["run_dir"] / "train", run["run_dir"] / "eval"
@@ -200,6 +201,7 @@ def _eval_of_a_copy(run, tmp_path, **changes):
   return hps, vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
 
 
+@pytest.mark.slow
 def test_eval_skips_checkpoints_deleted_under_it_and_stops_when_told(concurrent_run, tmp_path):
   run = concurrent_run
   hps, vocab = _eval_of_a_copy(run, tmp_path)
@@ -223,6 +225,7 @@ def test_eval_skips_checkpoints_deleted_under_it_and_stops_when_told(concurrent_
                                                           f"bestmodel-{run['last_step']}")
 
 
+@pytest.mark.slow
 def test_one_line_per_checkpoint_with_the_means_of_its_batches(concurrent_run, tmp_path, caplog):
   run = concurrent_run
   hps, vocab = _eval_of_a_copy(run, tmp_path, eval_batches_per_checkpoint=3)
@@ -241,6 +244,7 @@ def test_one_line_per_checkpoint_with_the_means_of_its_batches(concurrent_run, t
   assert float(match.group(3)) == pytest.approx(min(running), abs=5e-5)
 
 
+@pytest.mark.slow
 def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys):
   run = concurrent_run
   step = run["last_step"]
@@ -289,6 +293,7 @@ def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys
 # ------------------------------------------------------------------- samples in TensorBoard
 
 
+@pytest.mark.slow
 def test_eval_samples_flag(concurrent_run, tmp_path):
   with pytest.raises(DataError, match=r"--eval_samples=-1: must be >= 0"):
     config.HParams(eval_samples=-1).validated()
@@ -385,6 +390,7 @@ def _duplicate_3gram_pct(summaries):
   return 100.0 * duplicates / total if total else 0.0
 
 
+@pytest.mark.slow
 def test_tensorboard_shows_the_samples_of_each_checkpoint(concurrent_run, tensorboard):
   url, run = tensorboard, concurrent_run
   steps = [step for step, _ in events.read_scalars(run["run_dir"] / "eval")["loss"]]
@@ -425,6 +431,7 @@ def _unmarked(words):
   return [re.sub(r"^__(.+)__$", r"\1", w) for w in words]
 
 
+@pytest.mark.slow
 def test_the_attention_picture_is_the_attention_decode_writes(concurrent_run, tensorboard,
                                                               tmp_path, capsys):
   # --mode=decode of the first validation article alone (a data file of its own: continuous

@@ -32,6 +32,9 @@ from helpers import REPO
 from helpers import load_tool
 from helpers import serving
 
+# Each test here starts real processes (conftest.SLOW).
+pytestmark = pytest.mark.slow
+
 NUM_EXAMPLES = 15
 DECODE_BATCH = 5
 STEP = 7
@@ -51,6 +54,7 @@ import tensorflow as tf
 path, request = sys.argv[1], json.load(open(sys.argv[2], encoding="utf-8"))
 sys.path.insert(0, sys.argv[3])
 from session_client import run_cli
+
 awkward = request["awkward"]
 awkward["invalid_utf8"] = awkward["invalid_utf8"].encode("latin-1")
 loaded = tf.saved_model.load(path)

@@ -415,6 +415,7 @@ def test_importing_the_tool_defines_no_flags():
   assert flags.FLAGS["tokenizer"].default == "whitespace"
 
 
+@pytest.mark.slow
 def test_command_line(tmp_path):
   dirs, lists = _write_stories(tmp_path, {"test": {
       "a": HAND_STORIES["full"][0], "b": HAND_STORIES["non_ascii"][0]}})

@@ -190,6 +190,7 @@ _WRITTEN_BY_FLAG = re.compile(
 _JSON_OUT_DEFAULT = re.compile(r'(?:DEFINE_string\(|set_default\()"json_out", "([^"]+)"')
 
 
+@pytest.mark.slow
 def test_what_the_documented_commands_write_in_the_checkout_is_ignored_by_git():
   if not (REPO / ".git").exists():
     pytest.skip("not a git checkout")
@@ -246,6 +247,7 @@ def test_a_vocab_path_that_is_no_readable_file_is_named_for_what_it_is_in_one_li
   assert project_error_lines(err) == [expected]
 
 
+@pytest.mark.slow
 def test_an_error_is_printed_once_by_the_command(demo_corpus, tmp_path):
   """As the user runs it (absl's logging set up by app.run, which the in-process runs lack):
   the `error:` line alone, no log line repeating it."""

@@ -60,6 +60,7 @@ def _wait_for(path, text, process, timeout=240):
   raise AssertionError(f"{text!r} not in {path} after {timeout} s")
 
 
+@pytest.mark.slow
 def test_eval_beside_a_longer_training_follows_the_trainers_recorded_steps(
     demo_corpus, tiny_run, tmp_path):
   """Eval reads --num_train_steps from the trainer's flagfile (here 2), the trainer was started
@@ -91,6 +92,7 @@ def test_eval_beside_a_longer_training_follows_the_trainers_recorded_steps(
   assert out.startswith("Scored 1 checkpoint; best model: ")
 
 
+@pytest.mark.slow
 def test_a_bad_choice_of_flag_is_one_error_line_from_the_command():
   code, out, err = _command("--mode=trian")
   assert code == 1
@@ -164,6 +166,7 @@ def test_a_jsonl_without_a_usable_example_is_refused_before_a_model_is_built(
   assert built == []
 
 
+@pytest.mark.slow
 def test_a_log_root_the_demo_corpus_cannot_be_written_in_is_one_error_line(tmp_path):
   """Without --data_path the demo corpus is generated in --log_root first: a file in the way
   there is refused as the run directory would be."""
@@ -213,6 +216,7 @@ def _printable(text):
   return all(c.isprintable() or c in "\n\t" for c in text)
 
 
+@pytest.mark.slow
 def test_a_gzip_file_as_vocab_is_named_for_what_it_is(demo_corpus, tmp_path):
   vocab = tmp_path / "vocab.gz"
   with open(demo_corpus["vocab"], "rb") as f, gzip.open(vocab, "wb") as out:

@@ -47,6 +47,7 @@ def _wait_for_line(path, pattern, process, timeout=180):
     time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):
   corpus = demo_corpus
   run_dir = tmp_path / "runs" / "recipe"

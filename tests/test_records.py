@@ -664,6 +664,7 @@ def _ok(results, name):
   return out
 
 
+@pytest.mark.slow
 def test_make_vocab_counts_and_order(tool_runs):
   tmp, results = tool_runs
   out = _ok(results, "vocab")
@@ -677,6 +678,7 @@ def test_make_vocab_counts_and_order(tool_runs):
   assert "Wrote 8 words (of 10 distinct)" in out
 
 
+@pytest.mark.slow
 def test_make_vocab_reads_hf_field_names_and_records_its_tokenization(tool_runs):
   tmp, results = tool_runs
   _ok(results, "vocab_hf")
@@ -688,6 +690,7 @@ def test_make_vocab_reads_hf_field_names_and_records_its_tokenization(tool_runs)
   assert (sidecar["tokenizer"], sidecar["lowercase"]) == ("punct", False)
 
 
+@pytest.mark.slow
 def test_convert_reads_hf_field_names(tool_runs):
   tmp, results = tool_runs
   assert "Wrote 2 records to 1 bin files" in _ok(results, "to_bin_hf")
@@ -697,6 +700,7 @@ def test_convert_reads_hf_field_names(tool_runs):
       ("Rain, rain.", ["Wet day."]), ("Sun!", ["Dry.", "Warm day."])]
 
 
+@pytest.mark.slow
 def test_convert_jsonl_to_bin_reads_back(tool_runs):
   tmp, results = tool_runs
   out = _ok(results, "to_bin")
@@ -710,6 +714,7 @@ def test_convert_jsonl_to_bin_reads_back(tool_runs):
       (r["article"], r.get("abstract_sentences", [r.get("abstract")])) for r in CONVERT_RECORDS]
 
 
+@pytest.mark.slow
 def test_convert_bin_to_jsonl_reads_back(tool_runs):
   tmp, results = tool_runs
   out = _ok(results, "to_jsonl")
@@ -722,6 +727,7 @@ def test_convert_bin_to_jsonl_reads_back(tool_runs):
                    "abstract_sentences": sentences}
 
 
+@pytest.mark.slow
 def test_convert_bin_to_tfrecord_keeps_each_example_byte_for_byte(tool_runs):
   tmp, results = tool_runs
   out = _ok(results, "to_tfrecord")
@@ -735,6 +741,7 @@ def test_convert_bin_to_tfrecord_keeps_each_example_byte_for_byte(tool_runs):
       (r["article"], r.get("abstract_sentences", [r.get("abstract")])) for r in CONVERT_RECORDS]
 
 
+@pytest.mark.slow
 def test_convert_refuses_directory_with_old_chunks(tool_runs):
   tmp, results = tool_runs
   code, _, err = results["occupied"]

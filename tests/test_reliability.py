@@ -186,6 +186,7 @@ def _wait_for(found, process, what):
     time.sleep(0.01)
 
 
+@pytest.mark.slow
 def test_decode_killed_mid_run_resumes_to_the_same_files(demo_corpus, tiny_run, decode_reference,
                                                         tmp_path, capsys, caplog):
   reference, reference_metrics = decode_reference
@@ -335,6 +336,7 @@ def test_a_skipped_batch_leaves_weights_and_optimizer_state_untouched(demo_corpu
   assert any(not np.array_equal(a, b) for a, b in zip(before, state()))
 
 
+@pytest.mark.slow
 def test_nonfinite_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(background):
   root, runs = background["nonfinite"]
   (code, _, err), replay = runs.result()
@@ -370,6 +372,7 @@ def _files(prefix):
   return {os.path.basename(p): open(p, "rb").read() for p in sorted(glob.glob(prefix + ".*"))}
 
 
+@pytest.mark.slow
 def test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoint(
     background, demo_corpus, tiny_run, capsys, caplog):
   root, run = background["disk_full_saving"]
@@ -393,6 +396,7 @@ def test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoi
   assert _checkpoint_steps(train_dir) == [4, 5]
 
 
+@pytest.mark.slow
 def test_disk_full_while_writing_summaries_is_a_clear_error(background, tiny_run):
   root, run = background["disk_full_summaries"]
   code, _, err = run.result()
@@ -408,7 +412,7 @@ def test_disk_full_while_writing_summaries_is_a_clear_error(background, tiny_run
 # --------------------------------------------------------------------------------- short soak
 
 
-@pytest.mark.soak
+@pytest.mark.slow
 def test_short_soak_sigkill_training_beside_eval(tmp_path):
   """tools/dev/soak.py at a small scale: 3 SIGKILLs (the 1st and 3rd inside a checkpoint write),
   restarts, and a concurrent eval that must never fail; it raises on any failed check."""

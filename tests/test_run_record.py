@@ -318,6 +318,7 @@ with run_lock.held(sys.argv[1]):
 """
 
 
+@pytest.mark.slow
 def test_a_second_trainer_is_refused_and_a_killed_one_leaves_no_stuck_lock(hf_data, capsys,
                                                                           tmp_path):
   run_dir = tmp_path / "runs" / "hf"

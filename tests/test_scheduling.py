@@ -9,12 +9,18 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from helpers import REPO
+
+# Each test here starts real processes (conftest.SLOW).
+pytestmark = pytest.mark.slow
 
 TEST_FILE = '''
 import os
 
 import pytest
+
 
 
 def _log(event):

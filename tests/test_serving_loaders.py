@@ -29,6 +29,9 @@ from helpers import REPO
 from helpers import serving
 from helpers import settle
 
+# Each test here starts real processes (conftest.SLOW).
+pytestmark = pytest.mark.slow
+
 STEP = 11
 SIGNATURES = ("serving_default", "attention")
 HELPERS = REPO / "tests" / "helpers"

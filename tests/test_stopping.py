@@ -29,6 +29,9 @@ from pointer_gen.model import pointer_generator as model_lib
 
 from helpers import REPO, TINY_RUN, load_tool, project_error_lines, tiny_flags
 
+# Each test here starts real processes (conftest.SLOW).
+pytestmark = pytest.mark.slow
+
 STEP = 4
 FLAGS = tiny_flags(min_dec_steps=2, beam_size=2)
 # Each op on one thread: the processes of this module run side by side on a shared machine.
@@ -154,7 +157,6 @@ def _assert_clean_stop(result, signame):
   assert result["temporary_before"] == result["temporary_after"] == []
 
 
-@pytest.mark.soak
 @pytest.mark.parametrize("signame", SIGNALS)
 @pytest.mark.parametrize("moment", list(EVAL_MOMENTS))
 def test_eval_stops_cleanly_at_every_moment(stopped, moment, signame):
@@ -171,7 +173,6 @@ def test_eval_stops_cleanly_at_every_moment(stopped, moment, signame):
   assert listed == [f"bestmodel-{STEP}"] * best
 
 
-@pytest.mark.soak
 @pytest.mark.parametrize("signame", SIGNALS)
 def test_continuous_decode_stops_cleanly(stopped, signame):
   result = stopped[f"decode-continuous-{signame}"]
@@ -184,7 +185,6 @@ def test_continuous_decode_stops_cleanly(stopped, signame):
     assert len(record["attn_dists"]) == len(record["decoded_lst"])
 
 
-@pytest.mark.soak
 def test_single_pass_decode_stops_cleanly(stopped):
   result = stopped["decode-single_pass-SIGINT"]
   _assert_clean_stop(result, "SIGINT")

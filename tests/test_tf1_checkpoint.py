@@ -38,6 +38,9 @@ from pointer_gen.training import training_state
 from helpers import load_tool
 from helpers import run_main
 
+# Each test here starts real processes (conftest.SLOW).
+pytestmark = pytest.mark.slow
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 # Run on the worker of test_clip_norm.py (conftest.worker_unit): they share tf1_references.
 ATOL = 1e-5

@@ -28,6 +28,9 @@ from pointer_gen.training import tf1_checkpoint
 
 from helpers import REPO
 
+# Each test here starts real processes (conftest.SLOW).
+pytestmark = pytest.mark.slow
+
 V, E, H, L = 30, 6, 5, 12
 BEAM, MIN_STEPS, MAX_STEPS = 4, 3, 8
 WARMUP, ARTICLES = 1, 5
