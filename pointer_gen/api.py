@@ -376,7 +376,7 @@ class Summarizer:
                       entry["log_prob"]) for entry in line["n_best"])
     return Summary(
         text=text.written_text(summary.words, tokenizer) if summary.words else "",
-        tokens=tuple(summary.words), log_prob=float(result["log_prob"]),
+        tokens=tuple(summary.words), log_prob=float(result.log_prob),
         p_gen_mean=float(np.mean(summary.p_gens)) if len(summary.p_gens) else 0.0,
         article_tokens=article_tokens, attention=summary.attn, n_best=n_best)
 

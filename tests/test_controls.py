@@ -220,7 +220,7 @@ def test_every_control_with_every_strategy(tmp_path, name):
 
   n = values["block_ngram_repeat"]
   for f in found:
-    tokens = list(f["tokens"][:int(f["length"])])
+    tokens = list(f.tokens[:int(f.length)])
     assert UNK not in tokens and _repeats(tokens, n) == 0, tokens
     assert STOP not in tokens[:values["min_dec_steps"]], tokens
   assert len({len(words) for words in alone}) > 1

@@ -248,7 +248,7 @@ def test_the_export_serves_every_strategys_summaries(exported, name):
   want = [" ".join(decode.Summary(vocab, result, example, hps.reads).words)
           for result, example in zip(found, decode.examples([batch]))]
   assert [s.decode("utf-8") for s in served["summary"]] == want
-  np.testing.assert_allclose(served["log_prob"], [r["log_prob"] for r in found], rtol=1e-5)
+  np.testing.assert_allclose(served["log_prob"], [r.log_prob for r in found], rtol=1e-5)
   assert len(set(want)) > 1
   signature = {k: v.numpy() for k, v in summarizer.settings().items()}
   for key, value in strategies.written(hps, constants=True).items():

@@ -79,7 +79,7 @@ def _searched(setup, rows=None, **changes):
 
 
 def _tokens(results):
-  return [list(r["tokens"][:int(r["length"])]) for r in results]
+  return [list(r.tokens[:int(r.length)]) for r in results]
 
 
 def test_top_k_one_is_greedy_decoding(setup):
@@ -90,8 +90,10 @@ def test_top_k_one_is_greedy_decoding(setup):
     assert mine["steps"] == theirs["steps"]
     assert mine["p_gen_mean"] == pytest.approx(theirs["p_gen_mean"], rel=1e-6)
   for mine, theirs in zip(_searched(setup, top_k=1), _searched(setup, search="greedy")):
-    for key, value in theirs.items():
-      np.testing.assert_allclose(mine[key], value, rtol=1e-6, atol=1e-6, err_msg=key)
+    for key, value in theirs._asdict().items():
+      if value is not None:
+        np.testing.assert_allclose(getattr(mine, key), value, rtol=1e-6, atol=1e-6,
+                                   err_msg=key)
 
 
 def test_a_temperature_near_zero_is_greedy_decoding(setup):
@@ -99,7 +101,7 @@ def test_a_temperature_near_zero_is_greedy_decoding(setup):
   largest."""
   cold, greedy = _searched(setup, temperature=1e-4), _searched(setup, search="greedy")
   assert _tokens(cold) == _tokens(greedy)
-  np.testing.assert_allclose([r["log_prob"] for r in cold], [r["log_prob"] for r in greedy],
+  np.testing.assert_allclose([r.log_prob for r in cold], [r.log_prob for r in greedy],
                              rtol=1e-5)
   # At temperature 1 the draws leave the most probable token somewhere.
   assert _tokens(_searched(setup)) != _tokens(greedy)

@@ -4,6 +4,7 @@ repetition figures, or the original's endless logging of random examples with at
 import contextlib
 import itertools
 import json
+import operator
 import os
 import re
 import shutil
@@ -90,11 +91,12 @@ def make_search(model, searcher):
 
 
 def run_search(search, batch):
-  """The search's outputs for each article of `batch`, as numpy, one dict an article."""
+  """The search's result for each article of `batch`, as numpy, one contract.SearchResult an
+  article."""
   result = search(batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
                   tf.reduce_max(batch["num_oovs"]))
-  result = {k: v.numpy() for k, v in result.items()}
-  return [{k: v[n] for k, v in result.items()} for n in range(len(result["length"]))]
+  result = result.map(lambda value: value.numpy())
+  return [result.map(operator.itemgetter(n)) for n in range(len(result.length))]
 
 
 def examples(batches):
@@ -177,9 +179,9 @@ def summary_words(vocab, tokens, length, oovs):
 
 def n_best_line(vocab, result, example, index):
   """n_best.jsonl's line of example `index`: its summaries in rank order (the search's
-  n_best_* results), each with its score and log_prob."""
-  ranked = zip(result["n_best_tokens"], result["n_best_length"], result["n_best_score"],
-               result["n_best_log_prob"])
+  result's n_best), each with its score and log_prob."""
+  best = result.n_best
+  ranked = zip(best.tokens, best.length, best.score, best.log_prob)
   return {"index": index, "n_best": [
       {"summary": " ".join(summary_words(vocab, tokens, int(length), example["article_oovs"])),
        "score": float(score), "log_prob": float(log_prob)}
@@ -192,14 +194,14 @@ class Summary:
 
   def __init__(self, vocab, result, example, reads):
     oovs = example["article_oovs"]
-    length = int(result["length"])
-    words = summary_words(vocab, result["tokens"], length, oovs)
+    length = int(result.length)
+    words = summary_words(vocab, result.tokens, length, oovs)
     self.words = words
     self.oovs = set(oovs)
     self.num_steps = length
-    self.p_gens = result["p_gens"][:length]
-    self.attn = (result["attn"][:length, :len(example["enc_input"])] if "attn" in result
-                 else None)
+    self.p_gens = result.p_gens[:length]
+    self.attn = (None if result.attn is None
+                 else result.attn[:length, :len(example["enc_input"])])
     self.sentences = metrics.sentences_from_words(words)
     self.reference = reference_sentences(example["abstract"], *reads)
     self.article = example["article"]

@@ -203,31 +203,31 @@ class Summarizer(tf.Module):
     result = searcher.search(self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext,
                              max_oovs)
 
-    generated, is_word, tokens, summary = self._words(result["tokens"], result["length"],
-                                                      has_text, oovs)
+    generated, is_word, tokens, summary = self._words(result.tokens, result.length, has_text,
+                                                      oovs)
 
-    dtype = result["p_gens"].dtype
-    steps_p_gen = tf.reduce_sum(tf.where(generated, result["p_gens"], 0.0), axis=1)  # [B]
-    p_gen_mean = tf.math.divide_no_nan(steps_p_gen, tf.cast(result["length"], dtype))  # [B]
+    dtype = result.p_gens.dtype
+    steps_p_gen = tf.reduce_sum(tf.where(generated, result.p_gens, 0.0), axis=1)  # [B]
+    p_gen_mean = tf.math.divide_no_nan(steps_p_gen, tf.cast(result.length, dtype))  # [B]
     outputs = {
         "summary": summary,
         "tokens": tokens,
-        "log_prob": tf.where(has_text, result["log_prob"], 0.0),
+        "log_prob": tf.where(has_text, result.log_prob, 0.0),
         "p_gen_mean": tf.where(has_text, p_gen_mean, 0.0),
     }
-    if "n_best_tokens" in result:
-      ranks = tf.shape(result["n_best_tokens"])[1]
+    best = result.n_best
+    if best is not None:
+      ranks = tf.shape(best.tokens)[1]
       _, _, _, ranked = self._words(
-          tf.reshape(result["n_best_tokens"], [batch * ranks, -1]),
-          tf.reshape(result["n_best_length"], [-1]), tf.repeat(has_text, ranks),
-          tf.repeat(oovs, ranks, axis=0))  # [B*n]
+          tf.reshape(best.tokens, [batch * ranks, -1]), tf.reshape(best.length, [-1]),
+          tf.repeat(has_text, ranks), tf.repeat(oovs, ranks, axis=0))  # [B*n]
       outputs["n_best_summaries"] = tf.reshape(ranked, [batch, ranks])
-      for name in ("score", "log_prob"):
-        outputs[f"n_best_{name}s"] = tf.where(has_text[:, None], result[f"n_best_{name}"], 0.0)
+      outputs["n_best_scores"] = tf.where(has_text[:, None], best.score, 0.0)  # [B, n]
+      outputs["n_best_log_probs"] = tf.where(has_text[:, None], best.log_prob, 0.0)  # [B, n]
     if keep_attention:
       word_mask = tf.cast(is_word, dtype)  # [B, T]
-      outputs["attn_dists"] = result["attn"] * word_mask[:, :, None]  # [B, T, L]
-      outputs["p_gens"] = result["p_gens"] * word_mask  # [B, T]
+      outputs["attn_dists"] = result.attn * word_mask[:, :, None]  # [B, T, L]
+      outputs["p_gens"] = result.p_gens * word_mask  # [B, T]
       outputs["article_tokens"] = features["article_tokens"].to_tensor("", shape=shape)  # [B, L]
     return outputs
 

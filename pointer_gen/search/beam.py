@@ -369,24 +369,20 @@ class BeamSearch(contract.Strategy):
       return tf.where(contract.expand_to(has_done, chosen_done), chosen_done, chosen_live)
 
     chosen = tf.nest.map_structure(pick, beam.done, beam.live)
-    result = {
-        "tokens": chosen.tokens,
-        "length": pick(beam.done_length,
-                       tf.broadcast_to(state.step[:, None], tf.shape(beam.done_length))),
-        "score": tf.gather(score, best, batch_dims=1),
-        "log_prob": chosen.log_prob,
-        "p_gens": chosen.p_gens,
-    }
-    if self.settings.keep_attention:
-      result["attn"] = chosen.attn
-    if self.options.n_best > 1:
-      result.update(self._n_best(state, live_score))
-    return result
+    return contract.SearchResult(
+        tokens=chosen.tokens,  # [N, T]
+        length=pick(beam.done_length,
+                    tf.broadcast_to(state.step[:, None], tf.shape(beam.done_length))),  # [N]
+        score=tf.gather(score, best, batch_dims=1),  # [N]
+        log_prob=chosen.log_prob,  # [N]
+        p_gens=chosen.p_gens,  # [N, T]
+        attn=chosen.attn if self.settings.keep_attention else None,  # [N, T, L]
+        n_best=self._n_best(state, live_score) if self.options.n_best > 1 else None)
 
   def _n_best(self, state, live_score):
     """Each article's n_best summaries in rank order, the winner first: its results by score,
-    then (when fewer) its live hypotheses by score; n_best_tokens [N, n, T], n_best_length,
-    n_best_score and n_best_log_prob [N, n]."""
+    then (when fewer) its live hypotheses by score; a contract.NBest (tokens [N, n, T],
+    length, score and log_prob [N, n])."""
     beam, k, n = state.hypotheses, self.rows, self.options.n_best
     found = tf.range(k)[None, :] < beam.num_done[:, None]  # [N, K]
     done_order = tf.math.top_k(tf.where(found, beam.done_score, float("-inf")), k).indices
@@ -402,8 +398,9 @@ class BeamSearch(contract.Strategy):
       chosen_live = _gather_beams(live, live_rank)
       return tf.where(contract.expand_to(from_done, chosen_done), chosen_done, chosen_live)
 
-    return {"n_best_tokens": ranked(beam.done.tokens, beam.live.tokens),
-            "n_best_length": ranked(beam.done_length, tf.broadcast_to(
-                state.step[:, None], tf.shape(beam.done_length))),
-            "n_best_score": ranked(beam.done_score, live_score),
-            "n_best_log_prob": ranked(beam.done.log_prob, beam.live.log_prob)}
+    return contract.NBest(
+        tokens=ranked(beam.done.tokens, beam.live.tokens),
+        length=ranked(beam.done_length, tf.broadcast_to(state.step[:, None],
+                                                        tf.shape(beam.done_length))),
+        score=ranked(beam.done_score, live_score),
+        log_prob=ranked(beam.done.log_prob, beam.live.log_prob))

@@ -317,7 +317,7 @@ def time_decode(hps, vocab, model, batch_size, articles):
                                 tf.TensorSpec([], tf.int32)])
   def search(enc_input, enc_len, ext, max_oovs):
     return strategies.make(hps, search_lib.Settings.from_hparams(hps)).search(
-        model, enc_input, enc_len, ext, max_oovs)["length"]
+        model, enc_input, enc_len, ext, max_oovs).length
 
   batches = iter(dataset)
   warm = next(batches)
@@ -373,7 +373,7 @@ def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attentio
   list(decoder.decode(examples[:slots]))
   list(decoder.decode(examples[slots:]))
   start = time.perf_counter()
-  lengths = [int(result["length"]) for _, result in decoder.decode(examples[slots:])]
+  lengths = [int(result.length) for _, result in decoder.decode(examples[slots:])]
   seconds = time.perf_counter() - start
   return {"articles_per_sec": len(lengths) / seconds, "articles": len(lengths),
           "seconds": seconds, "steps": stats(lengths)}

@@ -271,7 +271,7 @@ def profile_decode(hps, logdir):
     state["search"].step.numpy()
 
   def run():
-    decoder._run(state["search"], max_oovs)[1]["length"].numpy()  # pylint: disable=protected-access
+    decoder._run(state["search"], max_oovs)[1].length.numpy()  # pylint: disable=protected-access
 
   for _ in range(max(FLAGS.warmup, 1)):
     refill()
