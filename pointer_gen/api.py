@@ -38,6 +38,7 @@ from pointer_gen.data import run_record
 from pointer_gen.inference import decode
 from pointer_gen.inference import eval_samples
 from pointer_gen.inference import export as export_lib
+from pointer_gen.inference import summaries
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract
@@ -343,10 +344,10 @@ class Summarizer:
     if attention:
       search = self._search(hps, attention=True)
       results = ((example, result) for batch in batches
-                 for example, result in zip(decode.examples([batch]),
-                                            decode.run_search(search, batch)))
+                 for example, result in zip(summaries.examples([batch]),
+                                            summaries.run_search(search, batch)))
     else:
-      results = self._search(hps, attention=False).decode(decode.examples(batches))
+      results = self._search(hps, attention=False).decode(summaries.examples(batches))
     return [self._summary(hps, example, result, reads[0]) for example, result in results]
 
   def _search(self, hps, attention):
@@ -356,7 +357,7 @@ class Summarizer:
     if key not in self._searches:
       settings = contract.Settings.from_hparams(hps, keep_attention=attention, vocab=self.vocab)
       if attention:
-        self._searches[key] = decode.make_search(self.model, strategies.make(
+        self._searches[key] = summaries.make_search(self.model, strategies.make(
             hps, settings, attention_lib.SearchAttention.of(hps, "view")))
       else:
         self._searches[key] = continuous_batching.SlotDecoder(
@@ -366,12 +367,12 @@ class Summarizer:
     return self._searches[key]
 
   def _summary(self, hps, example, result, tokenizer):
-    summary = decode.Summary(self.vocab, result, example, (hps.tokenizer, hps.lowercase))
+    summary = summaries.Summary(self.vocab, result, example, (hps.tokenizer, hps.lowercase))
     article_tokens = tuple(self.vocab.outputids2words(
         [int(i) for i in example["enc_input_ext"]], example["article_oovs"]))
     n_best = None
     if hps.n_best > 1:
-      line = decode.n_best_line(self.vocab, result, example, 0)
+      line = summaries.n_best_line(self.vocab, result, example, 0)
       n_best = tuple((text.written_text(entry["summary"].split(), tokenizer), entry["score"],
                       entry["log_prob"]) for entry in line["n_best"])
     return Summary(

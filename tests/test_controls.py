@@ -18,6 +18,7 @@ from pointer_gen.base.errors import DataError
 from pointer_gen.data import pipeline as data
 from pointer_gen.inference import decode
 from pointer_gen.inference import export
+from pointer_gen.inference import summaries
 from pointer_gen.search import contract
 from pointer_gen.search import distribution
 from pointer_gen.search import greedy
@@ -201,11 +202,11 @@ def test_every_control_with_every_strategy(tmp_path, name):
 
   _, dataset = data.input_pipeline(hps.replace(batch_size=7), vocab, single_pass=True)
   (batch,) = list(dataset)
-  search = decode.make_search(model, strategies.make(
+  search = summaries.make_search(model, strategies.make(
       hps, contract.Settings.from_hparams(hps, vocab=vocab)))
-  found = decode.run_search(search, batch)
-  alone = [decode.Summary(vocab, f, example, hps.reads).words
-           for f, example in zip(found, decode.examples([batch]))]
+  found = summaries.run_search(search, batch)
+  alone = [summaries.Summary(vocab, f, example, hps.reads).words
+           for f, example in zip(found, summaries.examples([batch]))]
   assert result["num_examples"] == 7 and decoded == alone
 
   vocab_file = tmp_path / export.VOCAB_ASSET

@@ -23,6 +23,7 @@ from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
 from pointer_gen.inference import decode
 from pointer_gen.inference import export
+from pointer_gen.inference import summaries
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
@@ -243,10 +244,10 @@ def test_the_export_serves_every_strategys_summaries(exported, name):
                            batch_size=DECODE_BATCH)
   _, dataset = data.input_pipeline(decode_hps, vocab, single_pass=True)
   batch = next(iter(dataset))
-  search = decode.make_search(model, strategies.make(hps, contract.Settings.from_hparams(hps)))
-  found = decode.run_search(search, batch)
-  want = [" ".join(decode.Summary(vocab, result, example, hps.reads).words)
-          for result, example in zip(found, decode.examples([batch]))]
+  search = summaries.make_search(model, strategies.make(hps, contract.Settings.from_hparams(hps)))
+  found = summaries.run_search(search, batch)
+  want = [" ".join(summaries.Summary(vocab, result, example, hps.reads).words)
+          for result, example in zip(found, summaries.examples([batch]))]
   assert [s.decode("utf-8") for s in served["summary"]] == want
   np.testing.assert_allclose(served["log_prob"], [r.log_prob for r in found], rtol=1e-5)
   assert len(set(want)) > 1

@@ -17,6 +17,7 @@ from pointer_gen.base.errors import DataError
 from pointer_gen.data import pipeline as data
 from pointer_gen.inference import decode
 from pointer_gen.inference import export
+from pointer_gen.inference import summaries
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
 from pointer_gen.search import sample
@@ -73,9 +74,9 @@ def _searched(setup, rows=None, **changes):
   key = tuple(sorted(changes.items()))
   if key not in setup["searches"]:
     hps = setup["hps"].replace(**changes)
-    setup["searches"][key] = decode.make_search(setup["model"], strategies.make(
+    setup["searches"][key] = summaries.make_search(setup["model"], strategies.make(
         hps, contract.Settings.from_hparams(hps, keep_attention=True)))
-  return decode.run_search(setup["searches"][key], batch)
+  return summaries.run_search(setup["searches"][key], batch)
 
 
 def _tokens(results):
@@ -113,8 +114,8 @@ def test_a_seed_gives_the_same_summaries_in_every_run_batch_and_mode(setup):
   again, _ = _single_pass(setup, run="second", **seeded)
   assert first == again
   vocab, hps = setup["vocab"], setup["hps"].replace(**seeded)
-  examples = list(decode.examples([setup["batch"]]))
-  searched = [decode.Summary(vocab, result, example, hps.reads).words
+  examples = list(summaries.examples([setup["batch"]]))
+  searched = [summaries.Summary(vocab, result, example, hps.reads).words
               for result, example in zip(_searched(setup, **seeded), examples)]
   assert searched == first
   # An article's summary whatever it is decoded beside, at another padding width.

@@ -15,6 +15,7 @@ import pytest
 from pointer_gen import config
 from pointer_gen.base.errors import DataError
 from pointer_gen.inference import decode
+from pointer_gen.inference import summaries
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import beam as beam_search
 from pointer_gen.search import contract as search_lib
@@ -116,8 +117,8 @@ def test_greedy_is_continuous_decodes_search_at_beam_size_one():
   batch = {"enc_input": np.where(ext >= len(vocab), vocab_lib.UNK_ID, ext), "enc_len": enc_len,
            "enc_input_ext": ext, "num_oovs": np.array([2, 2, 2], np.int32)}
   settings = search_lib.Settings.from_hparams(hps, keep_attention=True)
-  results = [decode.run_search(decode.make_search(model, strategies.make(hps.replace(search=name),
-                                                                         settings)), batch)
+  results = [summaries.run_search(summaries.make_search(
+      model, strategies.make(hps.replace(search=name), settings)), batch)
              for name in ("greedy", "beam")]
   lengths = set()
   for greedy, beam in zip(*results):

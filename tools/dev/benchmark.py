@@ -60,8 +60,8 @@ from pointer_gen.data import pipeline as data
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
-from pointer_gen.inference import decode
 from pointer_gen.inference import export
+from pointer_gen.inference import summaries
 from pointer_gen.model import losses
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import continuous_batching
@@ -355,7 +355,7 @@ def decode_examples(hps, vocab, count):
   """The first `count` examples of --decode_data_path, as single-pass decode reads them."""
   _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.decode_data_path), vocab,
                                    single_pass=True)
-  return list(itertools.islice(decode.examples(dataset), count))
+  return list(itertools.islice(summaries.examples(dataset), count))
 
 
 def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attention=True):

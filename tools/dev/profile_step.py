@@ -233,7 +233,7 @@ def traced(logdir, function):
 
 
 def synthetic_articles(count, length, vocab_size, rng):
-  """`count` full-length articles as decode.examples gives them, a few ids out of the
+  """`count` full-length articles as summaries.examples gives them, a few ids out of the
   vocabulary (article OOVs) in each."""
   oovs = 5
   articles = []
