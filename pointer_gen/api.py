@@ -367,7 +367,7 @@ class Summarizer:
     return self._searches[key]
 
   def _summary(self, hps, example, result, tokenizer):
-    summary = summaries.Summary(self.vocab, result, example, (hps.tokenizer, hps.lowercase))
+    summary = summaries.DecodedSummary(self.vocab, result, example, (hps.tokenizer, hps.lowercase))
     article_tokens = tuple(self.vocab.outputids2words(
         [int(i) for i in example["enc_input_ext"]], example["article_oovs"]))
     n_best = None

@@ -205,7 +205,7 @@ def test_every_control_with_every_strategy(tmp_path, name):
   search = summaries.make_search(model, strategies.make(
       hps, contract.Settings.from_hparams(hps, vocab=vocab)))
   found = summaries.run_search(search, batch)
-  alone = [summaries.Summary(vocab, f, example, hps.reads).words
+  alone = [summaries.DecodedSummary(vocab, f, example, hps.reads).words
            for f, example in zip(found, summaries.examples([batch]))]
   assert result["num_examples"] == 7 and decoded == alone
 
@@ -213,7 +213,7 @@ def test_every_control_with_every_strategy(tmp_path, name):
   vocab_file.write_text("".join(word + "\n" for word in vocab.words), encoding="utf-8")
   with open(hps.data_path, encoding="utf-8") as f:
     articles = [json.loads(line)["article"] for line in f]
-  summarizer = export.Summarizer(model, str(vocab_file), hps,
+  summarizer = export.ServingModule(model, str(vocab_file), hps,
                                  export.recorded_settings(hps, len(vocab), "model.ckpt-0", 0),
                                  vocab)
   served = summarizer.summarize(tf.constant(articles))["summary"].numpy()

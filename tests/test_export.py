@@ -235,7 +235,7 @@ def test_the_export_serves_every_strategys_summaries(exported, name):
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   checkpoints.restore_weights(model, exported["ckpt_path"])
   settings = export.recorded_settings(hps, len(vocab), exported["ckpt_path"], STEP)
-  summarizer = export.Summarizer(model, str(exported["saved"] / "assets" / export.VOCAB_ASSET),
+  summarizer = export.ServingModule(model, str(exported["saved"] / "assets" / export.VOCAB_ASSET),
                                  hps, settings)
   served = {k: v.numpy() for k, v in summarizer.summarize(
       tf.constant(exported["articles"][:DECODE_BATCH])).items()}
@@ -246,7 +246,7 @@ def test_the_export_serves_every_strategys_summaries(exported, name):
   batch = next(iter(dataset))
   search = summaries.make_search(model, strategies.make(hps, contract.Settings.from_hparams(hps)))
   found = summaries.run_search(search, batch)
-  want = [" ".join(summaries.Summary(vocab, result, example, hps.reads).words)
+  want = [" ".join(summaries.DecodedSummary(vocab, result, example, hps.reads).words)
           for result, example in zip(found, summaries.examples([batch]))]
   assert [s.decode("utf-8") for s in served["summary"]] == want
   np.testing.assert_allclose(served["log_prob"], [r.log_prob for r in found], rtol=1e-5)
@@ -270,7 +270,7 @@ def test_greedy_export_serves_beam_size_ones_summaries(exported):
   for name, search_hps in (("greedy", hps.replace(search="greedy")),
                            ("beam", hps.replace(beam_size=1))):
     settings = export.recorded_settings(search_hps, len(vocab), exported["ckpt_path"], STEP)
-    summarizer = export.Summarizer(model, vocab_file, search_hps, settings)
+    summarizer = export.ServingModule(model, vocab_file, search_hps, settings)
     served[name] = ({k: v.numpy() for k, v in summarizer.attention(articles).items()},
                     {k: v.numpy() for k, v in summarizer.settings().items()})
   (greedy, greedy_settings), (beam, beam_settings) = served["greedy"], served["beam"]
@@ -354,7 +354,7 @@ def test_failed_export_leaves_nothing(exported, monkeypatch, tmp_path):
 
 
 def test_export_the_session_loader_cannot_run_is_refused(exported, monkeypatch, tmp_path):
-  """Written from the Summarizer itself, as exports were before, the SavedModel runs under
+  """Written from the ServingModule itself, as exports were before, the SavedModel runs under
   tf.saved_model.load but not under the session loader TF Serving uses (the restore op fills
   copies of the Keras variables the graph does not read): the export is refused, saying so,
   and nothing is moved into place."""

@@ -170,7 +170,7 @@ def test_export_records_and_uses_the_first_step_context(monkeypatch, tmp_path):
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   settings = export.recorded_settings(hps, len(vocab), "ckpt-400", 400)
   assert settings["first_step_context"] == "zeros"
-  summarizer = export.Summarizer(model, str(vocab_file), hps, settings)
+  summarizer = export.ServingModule(model, str(vocab_file), hps, settings)
   assert summarizer.settings()["first_step_context"].numpy() == b"zeros"
   # The serving graph hands the option to the beam search (stopped there: tracing the whole
   # search is what the export tests do, with the default).

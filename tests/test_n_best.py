@@ -136,7 +136,7 @@ def test_single_pass_decode_and_the_export_give_the_n_best(tmp_path):
   vocab_file.write_text("".join(word + "\n" for word in vocab.words), encoding="utf-8")
   with open(hps.data_path, encoding="utf-8") as f:
     articles = [json.loads(line)["article"] for line in f]
-  summarizer = export.Summarizer(
+  summarizer = export.ServingModule(
       model, str(vocab_file), hps, export.recorded_settings(hps, len(vocab), "model.ckpt-0", 0))
   served = {k: v.numpy() for k, v in summarizer.summarize(tf.constant(articles)).items()}
   for n, line in enumerate(lines):

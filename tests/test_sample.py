@@ -115,7 +115,7 @@ def test_a_seed_gives_the_same_summaries_in_every_run_batch_and_mode(setup):
   assert first == again
   vocab, hps = setup["vocab"], setup["hps"].replace(**seeded)
   examples = list(summaries.examples([setup["batch"]]))
-  searched = [summaries.Summary(vocab, result, example, hps.reads).words
+  searched = [summaries.DecodedSummary(vocab, result, example, hps.reads).words
               for result, example in zip(_searched(setup, **seeded), examples)]
   assert searched == first
   # An article's summary whatever it is decoded beside, at another padding width.
@@ -137,7 +137,7 @@ def test_the_export_draws_decodes_summaries_with_its_seed(setup, tmp_path):
   for seed in (11, 12):
     hps = setup["hps"].replace(sample_seed=seed)
     settings = export.recorded_settings(hps, len(vocab), "model.ckpt-0", 0)
-    summarizer = export.Summarizer(model, str(vocab_file), hps, settings)
+    summarizer = export.ServingModule(model, str(vocab_file), hps, settings)
     written = {k: v.numpy() for k, v in summarizer.settings().items()}
     assert written["search"] == b"sample" and written["sample_seed"] == seed
     assert written["top_k"] == 0 and written["top_p"] == written["temperature"] == 1.0

@@ -139,7 +139,7 @@ def test_single_pass_decode_gives_each_articles_search(tmp_path, name):
   _, dataset = data.input_pipeline(hps.replace(batch_size=7), vocab, single_pass=True)
   (batch,) = list(dataset)
   search = summaries.make_search(model, strategies.make(hps, contract.Settings.from_hparams(hps)))
-  alone = [summaries.Summary(vocab, found, example, hps.reads).words
+  alone = [summaries.DecodedSummary(vocab, found, example, hps.reads).words
            for found, example in zip(summaries.run_search(search, batch),
                                      summaries.examples([batch]))]
   assert result["num_examples"] == 7 and decoded == alone

@@ -213,7 +213,7 @@ class SinglePassDecoder:
       for example, result in decoder.decode(articles):
         if stopping.requested():
           break
-        summary = summaries.Summary(self.vocab, result, example, reads)
+        summary = summaries.DecodedSummary(self.vocab, result, example, reads)
         # The log line goes before the decoded file, whose presence marks the example done:
         # a kill between the two then leaves a surplus line (dropped on resume), never a
         # decoded example without its line (which the resume refuses).
@@ -411,7 +411,7 @@ class CheckpointFollowingDecoder:
         break
       (example,) = summaries.examples([batch])
       (result,) = summaries.run_search(search, batch)
-      summary = summaries.Summary(self.vocab, result, example, self.reads)
+      summary = summaries.DecodedSummary(self.vocab, result, example, self.reads)
       article_words = summary.article.split()[:self.hps.max_enc_steps]
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
       logging.info("REFERENCE SUMMARY: %s", text.written_sentences(summary.reference,

@@ -55,8 +55,8 @@ def escape(words):
 
 
 def markdown(summary, article, pointer_gen, tokenizer="whitespace"):
-  """The text of one sample: a summaries.Summary whose article's tokens are `article`, written
-  for people as `tokenizer` (the run's raw tokenizer: text.written) writes them."""
+  """The text of one sample: a summaries.DecodedSummary whose article's tokens are `article`,
+  written for people as `tokenizer` (the run's raw tokenizer: text.written) writes them."""
   in_article = set(article)
 
   def marked(word):
@@ -110,14 +110,14 @@ class Samples:
                  len(self.batches), hps.data_path)
 
   def decode(self):
-    """(Summary, attention record) of each sample, with the model's current weights; fewer if
+    """(DecodedSummary, attention record) of each sample, with the model's current weights; fewer if
     a stop is requested."""
     decoded = []
     for batch, example, article in zip(self.batches, self.examples, self.articles):
       if stopping.requested():
         break
       (result,) = summaries.run_search(self.search, batch)
-      summary = summaries.Summary(self.vocab, result, example, self.reads)
+      summary = summaries.DecodedSummary(self.vocab, result, example, self.reads)
       decoded.append((summary, attention_view.record(summary, article, self.pointer_gen,
                                                      self.writes)))
     return decoded

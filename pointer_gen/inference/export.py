@@ -99,7 +99,7 @@ class _WordToId(tf.Module):
 N_BEST = ("n_best_summaries", "n_best_scores", "n_best_log_probs")
 
 
-class Summarizer(tf.Module):
+class ServingModule(tf.Module):
   """The model, its vocabulary and decode settings, with the serving signatures. vocab: the
   vocab.Vocab of vocab_file, which a decoding control naming words reads (else not needed)."""
 
@@ -257,10 +257,10 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
 
 
 def serving_root(module):
-  """The object the SavedModel is written from: the Summarizer's functions, its vocab asset and
+  """The object the SavedModel is written from: the ServingModule's functions, its vocab asset and
   tables, and the tf.Variables its functions read, each written once.
 
-  Not the Summarizer, which holds the Keras model: tf.saved_model.save writes each Keras 3
+  Not the ServingModule, which holds the Keras model: tf.saved_model.save writes each Keras 3
   variable as a new copy of its tf.Variable, so the SavedModel's own restore op fills the
   copies while the functions read the originals, which TF Serving's session loader then never
   sets ("Could not find variable"; only tf.saved_model.load, which rebinds them, ran such an
@@ -298,7 +298,7 @@ def export(hps, vocab, ckpt_path, export_dir, version=None):
     with open(vocab_file, "w", encoding="utf-8") as f:
       f.write("".join(word + "\n" for word in vocab.words))
     settings = recorded_settings(hps, len(vocab), ckpt_path, step)
-    module = Summarizer(model, vocab_file, hps, settings, vocab)
+    module = ServingModule(model, vocab_file, hps, settings, vocab)
     saved = os.path.join(staging, "saved_model")
     tf.saved_model.save(serving_root(module), saved, signatures={
         "serving_default": module.summarize, "attention": module.attention,

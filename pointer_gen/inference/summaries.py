@@ -89,7 +89,7 @@ def n_best_line(vocab, result, example, index):
       for tokens, length, score, log_prob in ranked]}
 
 
-class Summary:
+class DecodedSummary:
   """One decoded example, as words: the search's `result` for the article `example`, whose
   data `reads` (tokenizer, lowercase) make the reference's tokens."""
 
