@@ -55,7 +55,7 @@ def test_n_best_are_the_searchs_results_in_rank_order():
     # The results by score (slots in the order found), then the live hypotheses, best first.
     order = sorted(range(done), key=lambda i: -beam.done_score[n, i].numpy())
     want = [(beam.done.tokens[n, i].numpy(), beam.done_score[n, i].numpy()) for i in order]
-    live = beam_search._score(beam.live.log_prob[n], state.step[n] + 1, None).numpy()
+    live = beam_search._score(beam.live.log_prob[n], state.step[n], None).numpy()
     want += [(beam.live.tokens[n, i].numpy(), live[i]) for i in np.argsort(-live, kind="stable")]
     for rank in range(BEAM):
       np.testing.assert_array_equal(got.n_best.tokens[n, rank], want[rank][0])

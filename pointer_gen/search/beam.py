@@ -61,13 +61,15 @@ def _coverage_penalty(coverage, form, beta):
   return -beta * tf.reduce_sum(tf.math.log(safe), axis=2)
 
 
-def _score(log_prob_sum, num_tokens, length_penalty_alpha):
-  """The original's average log-probability over the tokens ([START] included); with alpha,
+def _score(log_prob_sum, generated, length_penalty_alpha):
+  """A hypothesis's rank from the sum of its tokens' log-probabilities and the tokens it has
+  generated ([STOP] included, [START] not), the one length every caller gives: the original's
+  average log-probability over its tokens with [START] counted, generated + 1; with alpha,
   GNMT's normaliser ((5 + generated) / 6) ** alpha instead (an extra, off by default)."""
-  num_tokens = tf.cast(num_tokens, log_prob_sum.dtype)
   if length_penalty_alpha is None:
-    return log_prob_sum / num_tokens
-  return log_prob_sum / ((5.0 + num_tokens - 1.0) / 6.0) ** length_penalty_alpha
+    return log_prob_sum / tf.cast(generated + 1, log_prob_sum.dtype)
+  return (log_prob_sum / ((5.0 + tf.cast(generated, log_prob_sum.dtype)) / 6.0)
+          ** length_penalty_alpha)
 
 
 class Hypotheses(NamedTuple):
@@ -274,8 +276,8 @@ class BeamSearch(contract.Strategy):
     proposed = (step > 0)[:, None] | (tf.range(k) == 0)[None, :]  # [N, K]
     proposed = (tf.broadcast_to(proposed[:, :, None], tf.shape(log_prob))
                 & (_split(top_probs, articles, k) > 0))  # [N, K, 2K]
-    rank = _score(log_prob, step[:, None, None] + 2,
-                  options.length_penalty_alpha)  # [N, K, 2K]: [START] + step + 1 tokens
+    rank = _score(log_prob, step[:, None, None] + 1,
+                  options.length_penalty_alpha)  # [N, K, 2K]: step + 1 tokens generated
     if self._penalised:
       rank -= self._penalty(live.coverage + _split(attn, articles, k))[:, :, None]
     score = tf.where(proposed, rank, float("-inf"))  # [N, K, 2K]
@@ -355,8 +357,8 @@ class BeamSearch(contract.Strategy):
     """Best result per article by score; the live beam if none finished."""
     beam = state.hypotheses
     has_done = beam.num_done > 0  # [N]
-    live_score = _score(beam.live.log_prob, state.step[:, None] + 1,
-                        self.options.length_penalty_alpha)  # [N, K]
+    live_score = _score(beam.live.log_prob, state.step[:, None],
+                        self.options.length_penalty_alpha)  # [N, K]: step tokens generated
     if self._penalised:
       live_score -= self._penalty(beam.live.coverage)
     score = tf.where(has_done[:, None], beam.done_score, live_score)  # [N, K]
