@@ -38,24 +38,16 @@ RELOAD_SECS = 60
 _PER_EXAMPLE = "per_example.jsonl"
 # With --n_best > 1: each article's n best summaries, a line an article (docs/decoding.md).
 _N_BEST = "n_best.jsonl"
-# The order of metrics.json's "flags": the search's settings (strategies.written) stand where a
-# beam decode's file has always had them, so that it stays the same byte for byte; a strategy's
-# own settings go where they declare (their metrics_after), else last.
-_FLAGS_ORDER = (
+# metrics.json's "flags" in the file's original layout: the search's settings
+# (strategies.written) and the run's as used (from run_config.json when not given) where a beam
+# decode's file has always had them, so that it stays the same byte for byte. A setting added
+# since goes where it declares (its metrics_after), else after these: the run's record's other
+# settings (run_record: fixed, of its phase, of the data's layout), then the search's.
+_LAYOUT = (
     "data_path", "search", "min_dec_steps", "max_dec_steps", "max_enc_steps", "pointer_gen",
-    "coverage", "rouge_tokenizer", "precision", "first_step_context")
-# metrics.json's other "flags": the run's settings as used (from run_config.json when not
-# given): these, in this order (the file's layout), then every other setting the run's record
-# holds (run_record: fixed, of its phase, of the data's layout).
-_RUN_FLAGS = (
-    "data_path", "max_enc_steps", "pointer_gen", "coverage", "rouge_tokenizer", "precision",
-    "compiled_attention", "attention_implementation", "vocab_path", "vocab_size", "hidden_dim",
-    "emb_dim", "tokenizer", "lowercase", "raw_tokenizer", "raw_lowercase", "data_format")
-
-
-def _run_flags(hps):
-  recorded = run_record.fixed(hps) + run_record.phase(hps) + run_record.data_layout(hps)
-  return _RUN_FLAGS + tuple(name for name in recorded if name not in _RUN_FLAGS)
+    "coverage", "rouge_tokenizer", "precision", "first_step_context", "compiled_attention",
+    "attention_implementation", "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer",
+    "lowercase", "raw_tokenizer", "raw_lowercase", "data_format")
 
 
 def decode_dir_name(hps, ckpt_path):
@@ -328,13 +320,16 @@ def _kept_lines(path, done):
 
 
 def _flags(hps):
-  """metrics.json's "flags": the search's settings and the run's, in _FLAGS_ORDER."""
-  flags = {**{name: getattr(hps, name) for name in _run_flags(hps)}, **strategies.written(hps)}
-  ordered = list(_FLAGS_ORDER)
+  """metrics.json's "flags": the search's settings and the run's, in _LAYOUT's order."""
+  recorded = run_record.fixed(hps) + run_record.phase(hps) + run_record.data_layout(hps)
+  searched = strategies.written(hps)  # the default strategy's name left out: not written
+  flags = {**{name: getattr(hps, name) for name in dict.fromkeys(_LAYOUT + recorded)
+              if name not in {"search", *searched}}, **searched}
+  ordered = list(_LAYOUT)
   for name, after in strategies.metrics_after().items():
     ordered.insert(ordered.index(after) + 1, name)
   order = {name: place for place, name in enumerate(ordered)}
-  # sorted is stable: the flags not in _FLAGS_ORDER keep their order, after those in it.
+  # sorted is stable: the flags not in _LAYOUT keep their order, after those in it.
   return dict(sorted(flags.items(), key=lambda item: order.get(item[0], len(order))))
 
 
