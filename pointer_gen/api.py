@@ -24,7 +24,6 @@ import numpy as np
 from pointer_gen import attention as attention_lib
 from pointer_gen import config
 from pointer_gen import settle
-from pointer_gen import usage
 from pointer_gen.base import checkpoints
 from pointer_gen.base import distribute
 from pointer_gen.base import environment
@@ -43,17 +42,19 @@ from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
+from pointer_gen.search.controls import registry as controls
 from pointer_gen.text import tokenizers as text
 from pointer_gen.text import vocab as vocab_lib
 from pointer_gen.training import evaluate as evaluate_lib
 from pointer_gen.training import train as train_lib
 from pointer_gen.training import train_utilities
 
-# The settings a summarize() call may change: what decode mode reads (the search, its controls,
-# its attention's compilation) and how many articles run side by side. The model's and the
-# data's settings belong to load().
-_DECODE_GROUP = dict(usage.MODE_GROUPS)["Decode (--mode=decode)"]
-SUMMARIZE_SETTINGS = frozenset(_DECODE_GROUP) | {"batch_size"}
+# The settings a summarize() call may change: what decode mode reads, as declared (its own,
+# every search strategy's and every decoding control's) and how many articles run side by side.
+# The model's and the data's settings belong to load().
+SUMMARIZE_SETTINGS = frozenset(
+    (*config.DecodeSettings.flags(), *(name for name, *_ in strategies.settings()),
+     *controls.flags(), "batch_size"))
 EXPORT_SETTINGS = SUMMARIZE_SETTINGS | {"export_compiled_attention"}
 # The fields that are no setting (settle.py works them out) and those the call's arguments set.
 _NOT_SETTINGS = frozenset(config.SETTLED) | {"mode", "log_root", "exp_name", "ckpt_path"}
