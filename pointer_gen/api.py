@@ -24,7 +24,6 @@ import numpy as np
 from pointer_gen import attention as attention_lib
 from pointer_gen import config
 from pointer_gen import settle
-from pointer_gen import usage
 from pointer_gen.base import checkpoints
 from pointer_gen.base import distribute
 from pointer_gen.base import environment
@@ -38,21 +37,24 @@ from pointer_gen.data import run_record
 from pointer_gen.inference import decode
 from pointer_gen.inference import eval_samples
 from pointer_gen.inference import export as export_lib
+from pointer_gen.inference import summaries
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
+from pointer_gen.search.controls import registry as controls
 from pointer_gen.text import tokenizers as text
 from pointer_gen.text import vocab as vocab_lib
 from pointer_gen.training import evaluate as evaluate_lib
 from pointer_gen.training import train as train_lib
 from pointer_gen.training import train_utilities
 
-# The settings a summarize() call may change: what decode mode reads (the search, its controls,
-# its attention's compilation) and how many articles run side by side. The model's and the
-# data's settings belong to load().
-_DECODE_GROUP = dict(usage.MODE_GROUPS)["Decode (--mode=decode)"]
-SUMMARIZE_SETTINGS = frozenset(_DECODE_GROUP) | {"batch_size"}
+# The settings a summarize() call may change: what decode mode reads, as declared (its own,
+# every search strategy's and every decoding control's) and how many articles run side by side.
+# The model's and the data's settings belong to load().
+SUMMARIZE_SETTINGS = frozenset(
+    (*config.DecodeSettings.flags(), *(name for name, *_ in strategies.settings()),
+     *controls.flags(), "batch_size"))
 EXPORT_SETTINGS = SUMMARIZE_SETTINGS | {"export_compiled_attention"}
 # The fields that are no setting (settle.py works them out) and those the call's arguments set.
 _NOT_SETTINGS = frozenset(config.SETTLED) | {"mode", "log_root", "exp_name", "ckpt_path"}
@@ -343,10 +345,10 @@ class Summarizer:
     if attention:
       search = self._search(hps, attention=True)
       results = ((example, result) for batch in batches
-                 for example, result in zip(decode.examples([batch]),
-                                            decode.run_search(search, batch)))
+                 for example, result in zip(summaries.examples([batch]),
+                                            summaries.run_search(search, batch)))
     else:
-      results = self._search(hps, attention=False).decode(decode.examples(batches))
+      results = self._search(hps, attention=False).decode(summaries.examples(batches))
     return [self._summary(hps, example, result, reads[0]) for example, result in results]
 
   def _search(self, hps, attention):
@@ -356,7 +358,7 @@ class Summarizer:
     if key not in self._searches:
       settings = contract.Settings.from_hparams(hps, keep_attention=attention, vocab=self.vocab)
       if attention:
-        self._searches[key] = decode.make_search(self.model, strategies.make(
+        self._searches[key] = summaries.make_search(self.model, strategies.make(
             hps, settings, attention_lib.SearchAttention.of(hps, "view")))
       else:
         self._searches[key] = continuous_batching.SlotDecoder(
@@ -366,17 +368,17 @@ class Summarizer:
     return self._searches[key]
 
   def _summary(self, hps, example, result, tokenizer):
-    summary = decode.Summary(self.vocab, result, example, (hps.tokenizer, hps.lowercase))
+    summary = summaries.DecodedSummary(self.vocab, result, example, (hps.tokenizer, hps.lowercase))
     article_tokens = tuple(self.vocab.outputids2words(
         [int(i) for i in example["enc_input_ext"]], example["article_oovs"]))
     n_best = None
     if hps.n_best > 1:
-      line = decode.n_best_line(self.vocab, result, example, 0)
+      line = summaries.n_best_line(self.vocab, result, example, 0)
       n_best = tuple((text.written_text(entry["summary"].split(), tokenizer), entry["score"],
                       entry["log_prob"]) for entry in line["n_best"])
     return Summary(
         text=text.written_text(summary.words, tokenizer) if summary.words else "",
-        tokens=tuple(summary.words), log_prob=float(result["log_prob"]),
+        tokens=tuple(summary.words), log_prob=float(result.log_prob),
         p_gen_mean=float(np.mean(summary.p_gens)) if len(summary.p_gens) else 0.0,
         article_tokens=article_tokens, attention=summary.attn, n_best=n_best)
 

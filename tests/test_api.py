@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from pointer_gen import api
+from pointer_gen import config
 from pointer_gen.base.errors import DataError
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import skips as skips_lib
@@ -126,6 +127,16 @@ def test_misuse_is_a_clear_error(loaded, tmp_path):
   with pytest.raises(TypeError, match=r"fit\(\): pair 0 is not an \(article, abstract\) pair"):
     pointer_gen.fit(tmp_path / "new", data=["just an article"])
   assert not (tmp_path / "new").exists()
+
+
+def test_summarize_takes_every_setting_decode_mode_declares():
+  """summarize()'s settings (and export()'s, which add its compiled attention) are the ones
+  --help lists under decode, from the same declarations (DecodeSettings' fields, each search
+  strategy's and decoding control's own), and batch_size."""
+  decode_group = dict(config.help_groups())[config.DecodeSettings.HELP]
+  assert api.SUMMARIZE_SETTINGS == frozenset(decode_group) | {"batch_size"}
+  for strategy in strategies.STRATEGIES.values():
+    assert set(strategy.Options.flags()) <= api.SUMMARIZE_SETTINGS < api.EXPORT_SETTINGS
 
 
 def _pairs(demo_corpus, count):

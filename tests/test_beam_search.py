@@ -130,19 +130,19 @@ def test_compiled_beam_search_matches_reference(pointer_gen, coverage, min_steps
   searched = attention.SearchAttention(attention.get(steps), attention.get("hand_gradient"))
   search = tf.function(lambda *a: beam_search.BeamSearch(settings, options, searched).search(
       model, *a), autograph=False)
-  got = {k: v.numpy() for k, v in search(enc_input, enc_len, ext, num_oovs).items()}
+  got = search(enc_input, enc_len, ext, num_oovs).map(lambda t: t.numpy())
   finished = 0
   for n in range(len(enc_len)):
     want = _reference_beam_search(model, enc_input[n], enc_len[n], ext[n], num_oovs, beam,
                                   max_steps, min_steps, block)
-    length = got["length"][n]
-    assert list(got["tokens"][n, :length]) == want.tokens[1:], f"article {n}"
-    assert np.all(got["tokens"][n, length:] == vocab_lib.PAD_ID)
-    np.testing.assert_allclose(got["score"][n], want.avg_log_prob, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got["log_prob"][n], sum(want.log_probs), rtol=1e-5, atol=1e-5)
+    length = got.length[n]
+    assert list(got.tokens[n, :length]) == want.tokens[1:], f"article {n}"
+    assert np.all(got.tokens[n, length:] == vocab_lib.PAD_ID)
+    np.testing.assert_allclose(got.score[n], want.avg_log_prob, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got.log_prob[n], sum(want.log_probs), rtol=1e-5, atol=1e-5)
     finished += want.tokens[-1] == vocab_lib.STOP_ID
     if block:
-      assert not _repeats_ngram(list(got["tokens"][n, :length]), block)
+      assert not _repeats_ngram(list(got.tokens[n, :length]), block)
   assert finished > 0 or min_steps > 0
 
 

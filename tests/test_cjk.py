@@ -152,18 +152,18 @@ def test_rouge_over_characters():
 
 
 def test_attention_record_and_eval_text_are_written_as_the_language(tmp_path):
-  class Summary:  # decode.Summary's fields that the record and the text read
+  class DecodedSummary:  # summaries.DecodedSummary's fields that the record and the text read
     words = ["研", "究", "了", "MRP"]
     oovs = {"究"}
     reference = ["研 究 方 法 。", "结 论"]
     attn = np.full([4, 3], 1 / 3, np.float32)
     p_gens = np.array([0.5, 0.25, 1.0, 0.75], np.float32)
 
-  record = attention_view.record(Summary, ["研", "究", "MRP"], True, "cjk")
+  record = attention_view.record(DecodedSummary, ["研", "究", "MRP"], True, "cjk")
   assert record["abstract_str"] == "研究方法。结论"
   assert record["decoded_separators"] == ["", "", "", " "]
   assert record["article_separators"] == ["", "", " "]
-  plain = attention_view.record(Summary, ["研", "究", "MRP"], True)
+  plain = attention_view.record(DecodedSummary, ["研", "究", "MRP"], True)
   assert plain["abstract_str"] == "研 究 方 法 。 结 论" and "decoded_separators" not in plain
   page = load_tool("attention_html").render(record)
   # Summary words joined as the record's separators say: none between 研, 究 and 了.
@@ -174,7 +174,7 @@ def test_attention_record_and_eval_text_are_written_as_the_language(tmp_path):
   with pytest.raises(ValueError, match="^record: decoded_separators has 3 entries but "
                      "decoded_lst has 4 words$"):
     load_tool("attention_html").render({**record, "decoded_separators": ["", "", ""]}, "record")
-  markdown = eval_samples.markdown(Summary, ["研", "究", "MRP"], True, "cjk")
+  markdown = eval_samples.markdown(DecodedSummary, ["研", "究", "MRP"], True, "cjk")
   assert "**研*****究***了 **MRP**" in markdown
   assert "研究方法。结论" in markdown
 

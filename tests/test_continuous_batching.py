@@ -67,11 +67,11 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
     n = example["index"]
     want = alone(enc_input[n:n + 1, :enc_len[n]], enc_len[n:n + 1],
                  ext[n:n + 1, :enc_len[n]], example["num_oovs"])
-    length = int(want["length"][0])
-    assert int(result["length"]) == length, f"article {n}"
-    np.testing.assert_array_equal(result["tokens"], want["tokens"][0].numpy())
-    np.testing.assert_allclose(result["log_prob"], want["log_prob"][0], rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(result["p_gens"][:length], want["p_gens"][0, :length],
+    length = int(want.length[0])
+    assert int(result.length) == length, f"article {n}"
+    np.testing.assert_array_equal(result.tokens, want.tokens[0].numpy())
+    np.testing.assert_allclose(result.log_prob, want.log_prob[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result.p_gens[:length], want.p_gens[0, :length],
                                rtol=1e-5, atol=1e-5)
     steps.append(length)
   # Articles of different lengths stopped at different steps, and slots were refilled one by

@@ -18,6 +18,7 @@ from pointer_gen.base.errors import DataError
 from pointer_gen.data import pipeline as data
 from pointer_gen.inference import decode
 from pointer_gen.inference import export
+from pointer_gen.inference import summaries
 from pointer_gen.search import contract
 from pointer_gen.search import distribution
 from pointer_gen.search import greedy
@@ -201,18 +202,18 @@ def test_every_control_with_every_strategy(tmp_path, name):
 
   _, dataset = data.input_pipeline(hps.replace(batch_size=7), vocab, single_pass=True)
   (batch,) = list(dataset)
-  search = decode.make_search(model, strategies.make(
+  search = summaries.make_search(model, strategies.make(
       hps, contract.Settings.from_hparams(hps, vocab=vocab)))
-  found = decode.run_search(search, batch)
-  alone = [decode.Summary(vocab, f, example, hps.reads).words
-           for f, example in zip(found, decode.examples([batch]))]
+  found = summaries.run_search(search, batch)
+  alone = [summaries.DecodedSummary(vocab, f, example, hps.reads).words
+           for f, example in zip(found, summaries.examples([batch]))]
   assert result["num_examples"] == 7 and decoded == alone
 
   vocab_file = tmp_path / export.VOCAB_ASSET
   vocab_file.write_text("".join(word + "\n" for word in vocab.words), encoding="utf-8")
   with open(hps.data_path, encoding="utf-8") as f:
     articles = [json.loads(line)["article"] for line in f]
-  summarizer = export.Summarizer(model, str(vocab_file), hps,
+  summarizer = export.ServingModule(model, str(vocab_file), hps,
                                  export.recorded_settings(hps, len(vocab), "model.ckpt-0", 0),
                                  vocab)
   served = summarizer.summarize(tf.constant(articles))["summary"].numpy()
@@ -220,7 +221,7 @@ def test_every_control_with_every_strategy(tmp_path, name):
 
   n = values["block_ngram_repeat"]
   for f in found:
-    tokens = list(f["tokens"][:int(f["length"])])
+    tokens = list(f.tokens[:int(f.length)])
     assert UNK not in tokens and _repeats(tokens, n) == 0, tokens
     assert STOP not in tokens[:values["min_dec_steps"]], tokens
   assert len({len(words) for words in alone}) > 1

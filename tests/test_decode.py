@@ -22,6 +22,7 @@ from pointer_gen.formats import skips as skips_lib
 from pointer_gen.formats import tfrecord_format
 from pointer_gen.inference import decode
 from pointer_gen.inference import metrics
+from pointer_gen.inference import summaries
 from pointer_gen.text import vocab as vocab_lib
 from pointer_gen.training import train
 
@@ -242,7 +243,7 @@ def test_decode_without_checkpoint_is_a_clear_error(tmp_path):
 
 def _references(sentences, tokenizer, lowercase):
   """The reference files' lines of each abstract's `sentences`, as decode writes them."""
-  return [decode.reference_sentences("\n".join(s), tokenizer, lowercase) for s in sentences]
+  return [summaries.reference_sentences("\n".join(s), tokenizer, lowercase) for s in sentences]
 
 
 def test_reference_ngrams_are_tokenised_as_the_article():
@@ -251,7 +252,7 @@ def test_reference_ngrams_are_tokenised_as_the_article():
   references = _references(raw, "punct", True)
   assert references == [["the u . s . economy grew .", "officials said so !"]]
   decoded = [["the u . s . economy grew ."]]
-  stats = decode.ngram_figures(decoded, references, [article], "punct", lowercase=True)
+  stats = summaries.ngram_figures(decoded, references, [article], "punct", lowercase=True)
   ref, dec = stats["reference"], stats["decoded"]
   # Article: the u . s . economy grew , officials said .
   # Reference: the u . s . economy grew . officials said so !  (12 tokens)
@@ -273,7 +274,7 @@ def test_reference_ngrams_are_tokenised_as_the_article():
   # U.S., grew., Officials, so!). With --tokenizer=whitespace (case kept) the reference's own
   # words are compared with the article's: "grew.", "Officials", "said" (the article has
   # "said.") and "so!" are new (4/7).
-  plain = decode.ngram_figures(decoded, _references(raw, "whitespace", False), [article],
+  plain = summaries.ngram_figures(decoded, _references(raw, "whitespace", False), [article],
                                "whitespace", lowercase=False)
   assert plain["reference"]["mean_length"] == 7
   assert plain["reference"]["novel_ngrams_pct"]["1"] == pytest.approx(100 * 4 / 7)

@@ -23,6 +23,7 @@ from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
 from pointer_gen.inference import decode
 from pointer_gen.inference import export
+from pointer_gen.inference import summaries
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
@@ -238,7 +239,7 @@ def test_the_export_serves_every_strategys_summaries(exported, name):
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   checkpoints.restore_weights(model, exported["ckpt_path"])
   settings = export.recorded_settings(hps, len(vocab), exported["ckpt_path"], STEP)
-  summarizer = export.Summarizer(model, str(exported["saved"] / "assets" / export.VOCAB_ASSET),
+  summarizer = export.ServingModule(model, str(exported["saved"] / "assets" / export.VOCAB_ASSET),
                                  hps, settings)
   served = {k: v.numpy() for k, v in summarizer.summarize(
       tf.constant(exported["articles"][:DECODE_BATCH])).items()}
@@ -247,12 +248,12 @@ def test_the_export_serves_every_strategys_summaries(exported, name):
                            batch_size=DECODE_BATCH)
   _, dataset = data.input_pipeline(decode_hps, vocab, single_pass=True)
   batch = next(iter(dataset))
-  search = decode.make_search(model, strategies.make(hps, contract.Settings.from_hparams(hps)))
-  found = decode.run_search(search, batch)
-  want = [" ".join(decode.Summary(vocab, result, example, hps.reads).words)
-          for result, example in zip(found, decode.examples([batch]))]
+  search = summaries.make_search(model, strategies.make(hps, contract.Settings.from_hparams(hps)))
+  found = summaries.run_search(search, batch)
+  want = [" ".join(summaries.DecodedSummary(vocab, result, example, hps.reads).words)
+          for result, example in zip(found, summaries.examples([batch]))]
   assert [s.decode("utf-8") for s in served["summary"]] == want
-  np.testing.assert_allclose(served["log_prob"], [r["log_prob"] for r in found], rtol=1e-5)
+  np.testing.assert_allclose(served["log_prob"], [r.log_prob for r in found], rtol=1e-5)
   assert len(set(want)) > 1
   signature = {k: v.numpy() for k, v in summarizer.settings().items()}
   for key, value in strategies.written(hps, constants=True).items():
@@ -273,7 +274,7 @@ def test_greedy_export_serves_beam_size_ones_summaries(exported):
   for name, search_hps in (("greedy", hps.replace(search="greedy")),
                            ("beam", hps.replace(beam_size=1))):
     settings = export.recorded_settings(search_hps, len(vocab), exported["ckpt_path"], STEP)
-    summarizer = export.Summarizer(model, vocab_file, search_hps, settings)
+    summarizer = export.ServingModule(model, vocab_file, search_hps, settings)
     served[name] = ({k: v.numpy() for k, v in summarizer.attention(articles).items()},
                     {k: v.numpy() for k, v in summarizer.settings().items()})
   (greedy, greedy_settings), (beam, beam_settings) = served["greedy"], served["beam"]
@@ -357,7 +358,7 @@ def test_failed_export_leaves_nothing(exported, monkeypatch, tmp_path):
 
 
 def test_export_the_session_loader_cannot_run_is_refused(exported, monkeypatch, tmp_path):
-  """Written from the Summarizer itself, as exports were before, the SavedModel runs under
+  """Written from the ServingModule itself, as exports were before, the SavedModel runs under
   tf.saved_model.load but not under the session loader TF Serving uses (the restore op fills
   copies of the Keras variables the graph does not read): the export is refused, saying so,
   and nothing is moved into place."""

@@ -79,9 +79,9 @@ def _decode(model, articles, first_step_context):
       beam_search.BeamSettings(beam_size=4)).search(
           model, articles["enc_input"], articles["enc_len"], articles["enc_input_ext"],
           len(OOV_POSITIONS))
-  tokens, length = result["tokens"].numpy(), result["length"].numpy()
+  tokens, length = result.tokens.numpy(), result.length.numpy()
   return (np.mean([list(tokens[n, :length[n]]) == list(articles["target"][n])
-                   for n in range(len(length))]), result["log_prob"].numpy())
+                   for n in range(len(length))]), result.log_prob.numpy())
 
 
 def test_copy_task_decodes_with_the_training_first_step(copy_model):
@@ -119,8 +119,8 @@ def test_zeros_changes_only_the_first_step_inputs():
     result = beam_search.BeamSearch(search_lib.Settings(max_steps, min_steps, **kwargs),
                                     beam_search.BeamSettings(beam)).search(
                                         model, enc_input, enc_len, ext, num_oovs)
-    return (list(result["tokens"].numpy()[0, :result["length"].numpy()[0]]),
-            float(result["log_prob"].numpy()[0]))
+    return (list(result.tokens.numpy()[0, :result.length.numpy()[0]]),
+            float(result.log_prob.numpy()[0]))
 
   # Step 0's inputs: zeros keeps the encoder's (c, h) and has zero context and coverage;
   # original has the same (c, h) with the initial attention's context (and coverage).
@@ -170,7 +170,7 @@ def test_export_records_and_uses_the_first_step_context(monkeypatch, tmp_path):
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
   settings = export.recorded_settings(hps, len(vocab), "ckpt-400", 400)
   assert settings["first_step_context"] == "zeros"
-  summarizer = export.Summarizer(model, str(vocab_file), hps, settings)
+  summarizer = export.ServingModule(model, str(vocab_file), hps, settings)
   assert summarizer.settings()["first_step_context"].numpy() == b"zeros"
   # The serving graph hands the option to the beam search (stopped there: tracing the whole
   # search is what the export tests do, with the default).

@@ -46,7 +46,7 @@ def test_n_best_are_the_searchs_results_in_rank_order():
   strategy = beam_search.BeamSearch(contract.Settings(4, 1),
                                     beam_search.BeamSettings(beam_size=BEAM, n_best=BEAM))
   state = _final_state(strategy, model, articles)
-  got = {k: v.numpy() for k, v in strategy.winners(state).items()}
+  got = strategy.winners(state).map(lambda t: t.numpy())
   beam = state.hypotheses
   results = 0
   for n in range(5):
@@ -55,14 +55,14 @@ def test_n_best_are_the_searchs_results_in_rank_order():
     # The results by score (slots in the order found), then the live hypotheses, best first.
     order = sorted(range(done), key=lambda i: -beam.done_score[n, i].numpy())
     want = [(beam.done.tokens[n, i].numpy(), beam.done_score[n, i].numpy()) for i in order]
-    live = beam_search._score(beam.live.log_prob[n], state.step[n] + 1, None).numpy()
+    live = beam_search._score(beam.live.log_prob[n], state.step[n], None).numpy()
     want += [(beam.live.tokens[n, i].numpy(), live[i]) for i in np.argsort(-live, kind="stable")]
     for rank in range(BEAM):
-      np.testing.assert_array_equal(got["n_best_tokens"][n, rank], want[rank][0])
-      assert got["n_best_score"][n, rank] == pytest.approx(want[rank][1], rel=1e-6)
+      np.testing.assert_array_equal(got.n_best.tokens[n, rank], want[rank][0])
+      assert got.n_best.score[n, rank] == pytest.approx(want[rank][1], rel=1e-6)
     # The first is the winner.
-    np.testing.assert_array_equal(got["n_best_tokens"][n, 0], got["tokens"][n])
-    assert got["n_best_score"][n, 0] == got["score"][n]
+    np.testing.assert_array_equal(got.n_best.tokens[n, 0], got.tokens[n])
+    assert got.n_best.score[n, 0] == got.score[n]
   assert 0 < results < 5 * BEAM  # some from results, some from live hypotheses
 
 
@@ -81,17 +81,16 @@ def test_the_winners_score_is_its_average_log_prob_less_its_coverage_penalty(for
   options = beam_search.BeamSettings(beam_size=BEAM, coverage_penalty=form,
                                      coverage_penalty_beta=0.7)
   strategy = beam_search.BeamSearch(contract.Settings(STEPS, 1, keep_attention=True), options)
-  got = {k: v.numpy() for k, v in strategy.search(model, enc_input, enc_len, ext,
-                                                  num_oovs).items()}
+  got = strategy.search(model, enc_input, enc_len, ext, num_oovs).map(lambda t: t.numpy())
   plain = beam_search.BeamSearch(contract.Settings(STEPS, 1), beam_search.BeamSettings(BEAM))
-  unpenalised = plain.search(model, enc_input, enc_len, ext, num_oovs)["tokens"].numpy()
+  unpenalised = plain.search(model, enc_input, enc_len, ext, num_oovs).tokens.numpy()
   for n in range(4):
-    length = int(got["length"][n])
-    coverage = got["attn"][n, :length].sum(axis=0)[None, None, :]  # [1, 1, L]
+    length = int(got.length[n])
+    coverage = got.attn[n, :length].sum(axis=0)[None, None, :]  # [1, 1, L]
     penalty = beam_search._coverage_penalty(tf.constant(coverage), form, 0.7).numpy()[0, 0]
-    assert got["score"][n] == pytest.approx(got["log_prob"][n] / (length + 1) - penalty,
+    assert got.score[n] == pytest.approx(got.log_prob[n] / (length + 1) - penalty,
                                             rel=1e-5, abs=1e-5)
-  assert not np.array_equal(got["tokens"], unpenalised)  # the penalty changed some ranking
+  assert not np.array_equal(got.tokens, unpenalised)  # the penalty changed some ranking
 
 
 @pytest.mark.parametrize("given,message", [
@@ -137,7 +136,7 @@ def test_single_pass_decode_and_the_export_give_the_n_best(tmp_path):
   vocab_file.write_text("".join(word + "\n" for word in vocab.words), encoding="utf-8")
   with open(hps.data_path, encoding="utf-8") as f:
     articles = [json.loads(line)["article"] for line in f]
-  summarizer = export.Summarizer(
+  summarizer = export.ServingModule(
       model, str(vocab_file), hps, export.recorded_settings(hps, len(vocab), "model.ckpt-0", 0))
   served = {k: v.numpy() for k, v in summarizer.summarize(tf.constant(articles)).items()}
   for n, line in enumerate(lines):

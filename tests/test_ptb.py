@@ -16,8 +16,8 @@ from pointer_gen.base import checkpoints
 from pointer_gen.data import demo as demo_data
 from pointer_gen.data import pipeline as data
 from pointer_gen.formats import data_files
-from pointer_gen.inference import decode
 from pointer_gen.inference import export
+from pointer_gen.inference import summaries
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.text import ptb
 from pointer_gen.text import tokenizers as text
@@ -246,9 +246,9 @@ def test_ngram_figures_keep_ptb_words_and_fix_each_reference_sentence():
   line that gets its own period, as in training."""
   article = "The U.S. (Ohio) grew"
   decoded = [["the u.s. -lrb- ohio -rrb- grew ."]]
-  references = [decode.reference_sentences("The U.S. grew\nOhio grew", "ptb", True)]
+  references = [summaries.reference_sentences("The U.S. grew\nOhio grew", "ptb", True)]
   assert references == [["the u.s. grew .", "ohio grew ."]]
-  stats = decode.ngram_figures(decoded, references, [article], "ptb", lowercase=True)
+  stats = summaries.ngram_figures(decoded, references, [article], "ptb", lowercase=True)
   # Article: the u.s. -lrb- ohio -rrb- grew . ; decoded: the same 7 tokens, nothing novel.
   assert stats["decoded"]["mean_length"] == 7
   assert stats["decoded"]["novel_ngrams_pct"]["1"] == 0.0

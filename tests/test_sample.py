@@ -17,6 +17,7 @@ from pointer_gen.base.errors import DataError
 from pointer_gen.data import pipeline as data
 from pointer_gen.inference import decode
 from pointer_gen.inference import export
+from pointer_gen.inference import summaries
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
 from pointer_gen.search import sample
@@ -73,13 +74,13 @@ def _searched(setup, rows=None, **changes):
   key = tuple(sorted(changes.items()))
   if key not in setup["searches"]:
     hps = setup["hps"].replace(**changes)
-    setup["searches"][key] = decode.make_search(setup["model"], strategies.make(
+    setup["searches"][key] = summaries.make_search(setup["model"], strategies.make(
         hps, contract.Settings.from_hparams(hps, keep_attention=True)))
-  return decode.run_search(setup["searches"][key], batch)
+  return summaries.run_search(setup["searches"][key], batch)
 
 
 def _tokens(results):
-  return [list(r["tokens"][:int(r["length"])]) for r in results]
+  return [list(r.tokens[:int(r.length)]) for r in results]
 
 
 def test_top_k_one_is_greedy_decoding(setup):
@@ -90,8 +91,10 @@ def test_top_k_one_is_greedy_decoding(setup):
     assert mine["steps"] == theirs["steps"]
     assert mine["p_gen_mean"] == pytest.approx(theirs["p_gen_mean"], rel=1e-6)
   for mine, theirs in zip(_searched(setup, top_k=1), _searched(setup, search="greedy")):
-    for key, value in theirs.items():
-      np.testing.assert_allclose(mine[key], value, rtol=1e-6, atol=1e-6, err_msg=key)
+    for key, value in theirs._asdict().items():
+      if value is not None:
+        np.testing.assert_allclose(getattr(mine, key), value, rtol=1e-6, atol=1e-6,
+                                   err_msg=key)
 
 
 def test_a_temperature_near_zero_is_greedy_decoding(setup):
@@ -99,7 +102,7 @@ def test_a_temperature_near_zero_is_greedy_decoding(setup):
   largest."""
   cold, greedy = _searched(setup, temperature=1e-4), _searched(setup, search="greedy")
   assert _tokens(cold) == _tokens(greedy)
-  np.testing.assert_allclose([r["log_prob"] for r in cold], [r["log_prob"] for r in greedy],
+  np.testing.assert_allclose([r.log_prob for r in cold], [r.log_prob for r in greedy],
                              rtol=1e-5)
   # At temperature 1 the draws leave the most probable token somewhere.
   assert _tokens(_searched(setup)) != _tokens(greedy)
@@ -111,8 +114,8 @@ def test_a_seed_gives_the_same_summaries_in_every_run_batch_and_mode(setup):
   again, _ = _single_pass(setup, run="second", **seeded)
   assert first == again
   vocab, hps = setup["vocab"], setup["hps"].replace(**seeded)
-  examples = list(decode.examples([setup["batch"]]))
-  searched = [decode.Summary(vocab, result, example, hps.reads).words
+  examples = list(summaries.examples([setup["batch"]]))
+  searched = [summaries.DecodedSummary(vocab, result, example, hps.reads).words
               for result, example in zip(_searched(setup, **seeded), examples)]
   assert searched == first
   # An article's summary whatever it is decoded beside, at another padding width.
@@ -134,7 +137,7 @@ def test_the_export_draws_decodes_summaries_with_its_seed(setup, tmp_path):
   for seed in (11, 12):
     hps = setup["hps"].replace(sample_seed=seed)
     settings = export.recorded_settings(hps, len(vocab), "model.ckpt-0", 0)
-    summarizer = export.Summarizer(model, str(vocab_file), hps, settings)
+    summarizer = export.ServingModule(model, str(vocab_file), hps, settings)
     written = {k: v.numpy() for k, v in summarizer.settings().items()}
     assert written["search"] == b"sample" and written["sample_seed"] == seed
     assert written["top_k"] == 0 and written["top_p"] == written["temperature"] == 1.0

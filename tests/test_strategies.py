@@ -20,6 +20,7 @@ from pointer_gen.base import settings
 from pointer_gen.base.errors import DataError
 from pointer_gen.data import pipeline as data
 from pointer_gen.inference import decode
+from pointer_gen.inference import summaries
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
 from pointer_gen.search.controls import registry as controls
@@ -137,9 +138,10 @@ def test_single_pass_decode_gives_each_articles_search(tmp_path, name):
 
   _, dataset = data.input_pipeline(hps.replace(batch_size=7), vocab, single_pass=True)
   (batch,) = list(dataset)
-  search = decode.make_search(model, strategies.make(hps, contract.Settings.from_hparams(hps)))
-  alone = [decode.Summary(vocab, found, example, hps.reads).words
-           for found, example in zip(decode.run_search(search, batch), decode.examples([batch]))]
+  search = summaries.make_search(model, strategies.make(hps, contract.Settings.from_hparams(hps)))
+  alone = [summaries.DecodedSummary(vocab, found, example, hps.reads).words
+           for found, example in zip(summaries.run_search(search, batch),
+                                     summaries.examples([batch]))]
   assert result["num_examples"] == 7 and decoded == alone
   assert len({len(words) for words in alone}) > 1
   assert result["num_examples"] == len(per_example(directory))

@@ -76,7 +76,7 @@ def _pointer_gen_winners(prefix, demo_corpus, compiled):
                                    searched).search(
       model, batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
       tf.reduce_max(batch["num_oovs"]))
-  return {k: v.numpy() for k, v in winners.items()}, batch["enc_len"].numpy()
+  return winners.map(lambda t: t.numpy()), batch["enc_len"].numpy()
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -88,9 +88,9 @@ def test_original_decode_gives_pointer_gen_beam_search_winners(tf1_decode, demo_
   got, enc_len = _pointer_gen_winners(prefix, demo_corpus, compiled)
   for n, article in enumerate(decoded):
     assert article["enc_len"] == enc_len[n]
-    length = got["length"][n]
-    assert article["tokens"] == got["tokens"][n, :length].tolist(), f"article {n}"
-    np.testing.assert_allclose(article["avg_log_prob"], got["score"][n], rtol=1e-5, atol=1e-5)
+    length = got.length[n]
+    assert article["tokens"] == got.tokens[n, :length].tolist(), f"article {n}"
+    np.testing.assert_allclose(article["avg_log_prob"], got.score[n], rtol=1e-5, atol=1e-5)
   # Not a trivial match: some winners end in [STOP] (after at least MIN_STEPS other tokens),
   # some searches end early with beam_size results, others run all MAX_STEPS, and the
   # winners copy article OOVs (extended ids).

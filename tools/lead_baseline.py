@@ -22,8 +22,8 @@ from pointer_gen.base.errors import DataError
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
-from pointer_gen.inference import decode
 from pointer_gen.inference import metrics
+from pointer_gen.inference import summaries
 from pointer_gen.text import tokenizers as text
 
 FLAGS = flags.FLAGS
@@ -55,10 +55,10 @@ def lead_baseline(data_path, data_format, tokenizer, lowercase, rouge_tokenizer,
   if not lead_chars:
     lead_chars = round(float(np.mean([sum(len(s) for s in r.abstract_sentences)
                                       for r in records])))
-  decoded = decode.references_sentences([r.article[:lead_chars] for r in records], tokenizer,
-                                        lowercase)
-  references = decode.references_sentences(["\n".join(r.abstract_sentences) for r in records],
+  decoded = summaries.references_sentences([r.article[:lead_chars] for r in records],
                                            tokenizer, lowercase)
+  references = summaries.references_sentences(
+      ["\n".join(r.abstract_sentences) for r in records], tokenizer, lowercase)
   return lead_chars, metrics.rouge(decoded, references, tokenizer=rouge_tokenizer)
 
 

@@ -51,7 +51,7 @@ def article_tokens(article, reads, max_enc_steps):
 
 
 def record(summary, article, pointer_gen, tokenizer="whitespace"):
-  """The attention record of a decode.Summary whose article's tokens are `article`
+  """The attention record of a summaries.DecodedSummary whose article's tokens are `article`
   (article_tokens). OOVs are marked `__word__`; a row for each summary word ([STOP] left out).
   `tokenizer`: the run's raw tokenizer; for one whose text for people writes some tokens
   without a space between (text.written: cjk), the reference is written so, and the record

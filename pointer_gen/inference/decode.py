@@ -27,35 +27,27 @@ from pointer_gen.formats.skips import SkipCounter
 from pointer_gen.inference import attention_view
 from pointer_gen.inference import metrics
 from pointer_gen.inference import reference_scores
+from pointer_gen.inference import summaries
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
 from pointer_gen.text import tokenizers as text
-from pointer_gen.text import vocab as vocab_lib
 
 RELOAD_SECS = 60
 _PER_EXAMPLE = "per_example.jsonl"
 # With --n_best > 1: each article's n best summaries, a line an article (docs/decoding.md).
 _N_BEST = "n_best.jsonl"
-# The order of metrics.json's "flags": the search's settings (strategies.written) stand where a
-# beam decode's file has always had them, so that it stays the same byte for byte; a strategy's
-# own settings go where they declare (their metrics_after), else last.
-_FLAGS_ORDER = (
+# metrics.json's "flags" in the file's original layout: the search's settings
+# (strategies.written) and the run's as used (from run_config.json when not given) where a beam
+# decode's file has always had them, so that it stays the same byte for byte. A setting added
+# since goes where it declares (its metrics_after), else after these: the run's record's other
+# settings (run_record: fixed, of its phase, of the data's layout), then the search's.
+_LAYOUT = (
     "data_path", "search", "min_dec_steps", "max_dec_steps", "max_enc_steps", "pointer_gen",
-    "coverage", "rouge_tokenizer", "precision", "first_step_context")
-# metrics.json's other "flags": the run's settings as used (from run_config.json when not
-# given): these, in this order (the file's layout), then every other setting the run's record
-# holds (run_record: fixed, of its phase, of the data's layout).
-_RUN_FLAGS = (
-    "data_path", "max_enc_steps", "pointer_gen", "coverage", "rouge_tokenizer", "precision",
-    "compiled_attention", "attention_implementation", "vocab_path", "vocab_size", "hidden_dim",
-    "emb_dim", "tokenizer", "lowercase", "raw_tokenizer", "raw_lowercase", "data_format")
-
-
-def _run_flags(hps):
-  recorded = run_record.fixed(hps) + run_record.phase(hps) + run_record.data_layout(hps)
-  return _RUN_FLAGS + tuple(name for name in recorded if name not in _RUN_FLAGS)
+    "coverage", "rouge_tokenizer", "precision", "first_step_context", "compiled_attention",
+    "attention_implementation", "vocab_path", "vocab_size", "hidden_dim", "emb_dim", "tokenizer",
+    "lowercase", "raw_tokenizer", "raw_lowercase", "data_format")
 
 
 def decode_dir_name(hps, ckpt_path):
@@ -76,64 +68,6 @@ def decode_dir_name(hps, ckpt_path):
           f"ckpt-{checkpoints.step_of(ckpt_path)}")
 
 
-def make_search(model, searcher):
-  """The whole search of a batch of articles by `searcher` (a contract.Strategy, with its
-  attention) as one compiled function."""
-  ids = tf.TensorSpec([None, None], tf.int32)
-
-  @tf.function(autograph=False, input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
-                                tf.TensorSpec([], tf.int32)])
-  def search(enc_input, enc_len, enc_input_ext, max_oovs):
-    return searcher.search(model, enc_input, enc_len, enc_input_ext, max_oovs)
-
-  return search
-
-
-def run_search(search, batch):
-  """The search's outputs for each article of `batch`, as numpy, one dict an article."""
-  result = search(batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
-                  tf.reduce_max(batch["num_oovs"]))
-  result = {k: v.numpy() for k, v in result.items()}
-  return [{k: v[n] for k, v in result.items()} for n in range(len(result["length"]))]
-
-
-def examples(batches):
-  """The articles of single-pass batches one by one, in data order, as numpy and str values
-  (ids cut to the article's length)."""
-  for batch in batches:
-    values = {k: v.numpy() for k, v in batch.items()}
-    for n in range(len(values["enc_len"])):
-      length, num_oovs = int(values["enc_len"][n]), int(values["num_oovs"][n])
-      yield {
-          "enc_input": values["enc_input"][n, :length],
-          "enc_input_ext": values["enc_input_ext"][n, :length],
-          "num_oovs": num_oovs,
-          "article_oovs": [s.decode("utf-8") for s in values["article_oovs"][n, :num_oovs]],
-          "article": values["article"][n].decode("utf-8"),
-          "abstract": values["abstract"][n].decode("utf-8"),
-      }
-
-
-def reference_sentences(abstract, tokenizer, lowercase):
-  """The reference summary's sentences (the lines of `abstract`) as the model's tokens joined by
-  spaces: tokenised and cased as the articles (`HParams.reads`), so that raw text's references
-  are those its prepared data (.bin) holds, and ROUGE scores a summary of either alike. ptb
-  gives each line its own period, as the prepared data's sentences have."""
-  return references_sentences([abstract], tokenizer, lowercase)[0]
-
-
-def references_sentences(abstracts, tokenizer, lowercase):
-  """reference_sentences of each of `abstracts`, tokenised in one call."""
-  lines = [[line for line in abstract.split("\n") if line.strip()] for abstract in abstracts]
-  flat = [line for abstract_lines in lines for line in abstract_lines]
-  if not flat:
-    return [[] for _ in abstracts]
-  tokens = text.tokenize(tf.constant(flat, tf.string), tokenizer, lowercase)  # [S, (tokens)]
-  sentences = iter([" ".join(t.decode("utf-8") for t in row) for row in tokens.to_list()])
-  return [[s for s in itertools.islice(sentences, len(abstract_lines)) if s]
-          for abstract_lines in lines]
-
-
 # The references --rouge_tokenizer is tried on before a single-pass decode starts.
 REFERENCES_CHECKED = 100
 
@@ -143,8 +77,8 @@ def check_rouge_tokenizer(hps):
   --data_path's first REFERENCES_CHECKED references (the default one on Chinese or Vietnamese),
   naming the share and the tokenizer to use: a decode would end with ROUGE of what is left."""
   records = itertools.islice(data.files_of(hps).read(SkipCounter()), REFERENCES_CHECKED)
-  references = references_sentences(["\n".join(r.abstract_sentences) for r in records],
-                                    *hps.reads)
+  references = summaries.references_sentences(
+      ["\n".join(r.abstract_sentences) for r in records], *hps.reads)
   share = metrics.lost_share(references, hps.rouge_tokenizer)
   if share is not None and share > metrics.MAX_LOST_SHARE:
     raise DataError(
@@ -167,42 +101,6 @@ def _removed_if_failed_unwritten(directory, wrote):
     if new and not wrote():
       shutil.rmtree(directory, ignore_errors=True)
     raise
-
-
-def summary_words(vocab, tokens, length, oovs):
-  """The words of a summary's first `length` tokens (extended ids), up to its [STOP]."""
-  words = vocab.outputids2words([int(i) for i in tokens[:length]], oovs)
-  return words[:words.index(vocab_lib.STOP)] if vocab_lib.STOP in words else words
-
-
-def n_best_line(vocab, result, example, index):
-  """n_best.jsonl's line of example `index`: its summaries in rank order (the search's
-  n_best_* results), each with its score and log_prob."""
-  ranked = zip(result["n_best_tokens"], result["n_best_length"], result["n_best_score"],
-               result["n_best_log_prob"])
-  return {"index": index, "n_best": [
-      {"summary": " ".join(summary_words(vocab, tokens, int(length), example["article_oovs"])),
-       "score": float(score), "log_prob": float(log_prob)}
-      for tokens, length, score, log_prob in ranked]}
-
-
-class Summary:
-  """One decoded example, as words: the search's `result` for the article `example`, whose
-  data `reads` (tokenizer, lowercase) make the reference's tokens."""
-
-  def __init__(self, vocab, result, example, reads):
-    oovs = example["article_oovs"]
-    length = int(result["length"])
-    words = summary_words(vocab, result["tokens"], length, oovs)
-    self.words = words
-    self.oovs = set(oovs)
-    self.num_steps = length
-    self.p_gens = result["p_gens"][:length]
-    self.attn = (result["attn"][:length, :len(example["enc_input"])] if "attn" in result
-                 else None)
-    self.sentences = metrics.sentences_from_words(words)
-    self.reference = reference_sentences(example["abstract"], *reads)
-    self.article = example["article"]
 
 
 class Progress:
@@ -298,7 +196,7 @@ class SinglePassDecoder:
         self.model,
         strategies.make(self.hps, settings, attention_lib.SearchAttention.of(self.hps, "decode")),
         self.hps.batch_size, self.hps.max_enc_steps)
-    articles = itertools.islice(examples(dataset), max(total - done, 0))
+    articles = itertools.islice(summaries.examples(dataset), max(total - done, 0))
     reads = self.hps.reads
     progress, first_done = Progress(total, self.hps.batch_size, done), done
     n_best = (_kept_lines(os.path.join(self.dir, _N_BEST), done) if self.hps.n_best > 1
@@ -307,7 +205,7 @@ class SinglePassDecoder:
       for example, result in decoder.decode(articles):
         if stopping.requested():
           break
-        summary = Summary(self.vocab, result, example, reads)
+        summary = summaries.DecodedSummary(self.vocab, result, example, reads)
         # The log line goes before the decoded file, whose presence marks the example done:
         # a kill between the two then leaves a surplus line (dropped on resume), never a
         # decoded example without its line (which the resume refuses).
@@ -317,8 +215,8 @@ class SinglePassDecoder:
                                 "steps": summary.num_steps}) + "\n")
           log.flush()
           if n_best:
-            n_best.write(json.dumps(n_best_line(self.vocab, result, example, done),
-                                    ensure_ascii=False) + "\n")
+            line = summaries.n_best_line(self.vocab, result, example, done)
+            n_best.write(json.dumps(line, ensure_ascii=False) + "\n")
             n_best.flush()
           self._write_example(done, summary)
         per_example.append(float(np.mean(summary.p_gens)))
@@ -357,8 +255,8 @@ class SinglePassDecoder:
       decoded.append(_read_lines(os.path.join(self.dec_dir, f"{i:06d}_decoded.txt")))
       references.append(_read_lines(os.path.join(self.ref_dir, f"{i:06d}_reference.txt")))
     rouge = metrics.rouge(decoded, references, tokenizer=self.hps.rouge_tokenizer)
-    ngrams = ngram_figures(decoded, references, self._articles(count),
-                           *self.hps.reads)
+    ngrams = summaries.ngram_figures(decoded, references, self._articles(count),
+                                     *self.hps.reads)
     result = {
         "num_examples": count,
         "rouge": {k: v for k, v in rouge.items() if k != "per_example"},
@@ -422,33 +320,17 @@ def _kept_lines(path, done):
 
 
 def _flags(hps):
-  """metrics.json's "flags": the search's settings and the run's, in _FLAGS_ORDER."""
-  flags = {**{name: getattr(hps, name) for name in _run_flags(hps)}, **strategies.written(hps)}
-  ordered = list(_FLAGS_ORDER)
+  """metrics.json's "flags": the search's settings and the run's, in _LAYOUT's order."""
+  recorded = run_record.fixed(hps) + run_record.phase(hps) + run_record.data_layout(hps)
+  searched = strategies.written(hps)  # the default strategy's name left out: not written
+  flags = {**{name: getattr(hps, name) for name in dict.fromkeys(_LAYOUT + recorded)
+              if name not in {"search", *searched}}, **searched}
+  ordered = list(_LAYOUT)
   for name, after in strategies.metrics_after().items():
     ordered.insert(ordered.index(after) + 1, name)
   order = {name: place for place, name in enumerate(ordered)}
-  # sorted is stable: the flags not in _FLAGS_ORDER keep their order, after those in it.
+  # sorted is stable: the flags not in _LAYOUT keep their order, after those in it.
   return dict(sorted(flags.items(), key=lambda item: order.get(item[0], len(order))))
-
-
-def ngram_figures(decoded, references, articles, tokenizer, lowercase):
-  """metrics.ngram_stats of decoded and reference summaries (lists of sentence lines of the
-  model's tokens: the decoded words, reference_sentences) against the articles (strings),
-  tokenised as the model saw them (`tokenizer`, `lowercase`): references split on raw
-  whitespace would keep case and punctuation that the decoded words and article lack, and count
-  as novel what was copied."""
-
-  def tokens(texts, tokenizer, lowercase):
-    ragged = text.tokenize(tf.constant(texts, tf.string) if texts else tf.zeros([0], tf.string),
-                           tokenizer, lowercase)  # [N, (tokens)]
-    return [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
-
-  # The summaries are tokens already, and ptb's output is not ptb's input (`-lrb-`, `` `` ``, a
-  # `.` added to every line): they are only split.
-  return metrics.ngram_stats(tokens([" ".join(d) for d in decoded], "whitespace", False),
-                             tokens([" ".join(r) for r in references], "whitespace", False),
-                             tokens(articles, tokenizer, lowercase))
 
 
 def tensorboard_figures(result):
@@ -515,16 +397,16 @@ class CheckpointFollowingDecoder:
     earlier = self._vis_files()
     index = earlier[-1][0] + 1 if earlier else 0
     source, dataset = data.input_pipeline(self.hps, self.vocab, single_pass=False, batch_size=1)
-    search = make_search(self.model, strategies.make(
+    search = summaries.make_search(self.model, strategies.make(
         self.hps, contract.Settings.from_hparams(self.hps, keep_attention=True, vocab=self.vocab),
         attention_lib.SearchAttention.of(self.hps, "view")))
     last_load = time.time()
     for batch in dataset:
       if stopping.requested():
         break
-      (example,) = examples([batch])
-      (result,) = run_search(search, batch)
-      summary = Summary(self.vocab, result, example, self.reads)
+      (example,) = summaries.examples([batch])
+      (result,) = summaries.run_search(search, batch)
+      summary = summaries.DecodedSummary(self.vocab, result, example, self.reads)
       article_words = summary.article.split()[:self.hps.max_enc_steps]
       logging.info("ARTICLE:  %s", _marked(article_words, summary.oovs))
       logging.info("REFERENCE SUMMARY: %s", text.written_sentences(summary.reference,

@@ -30,7 +30,7 @@ from pointer_gen.base import tensorboard_log
 from pointer_gen.data import pipeline as data
 from pointer_gen.data import raw_text
 from pointer_gen.inference import attention_view
-from pointer_gen.inference import decode
+from pointer_gen.inference import summaries
 from pointer_gen.search import contract
 from pointer_gen.search import registry as strategies
 from pointer_gen.text import tokenizers as text
@@ -55,8 +55,8 @@ def escape(words):
 
 
 def markdown(summary, article, pointer_gen, tokenizer="whitespace"):
-  """The text of one sample: a decode.Summary whose article's tokens are `article`, written
-  for people as `tokenizer` (the run's raw tokenizer: text.written) writes them."""
+  """The text of one sample: a summaries.DecodedSummary whose article's tokens are `article`,
+  written for people as `tokenizer` (the run's raw tokenizer: text.written) writes them."""
   in_article = set(article)
 
   def marked(word):
@@ -98,26 +98,26 @@ class Samples:
     source, dataset = data.input_pipeline(hps, vocab, single_pass=True, batch_size=1)
     self.batches = list(itertools.islice(dataset, hps.eval_samples))
     source.raise_if_failed()
-    self.examples = [next(decode.examples([batch])) for batch in self.batches]
+    self.examples = [next(summaries.examples([batch])) for batch in self.batches]
     self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
     self.writes = raw_text.applied(hps)[0]  # the tokenizer whose text.written the text shows
     self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
                      for e in self.examples]
-    self.search = decode.make_search(model, strategies.make(
+    self.search = summaries.make_search(model, strategies.make(
         hps, contract.Settings.from_hparams(hps, keep_attention=True, vocab=vocab),
         attention_lib.SearchAttention.of(hps, "view")))
     logging.info("Eval samples: the first %d articles of %s, decoded at each checkpoint.",
                  len(self.batches), hps.data_path)
 
   def decode(self):
-    """(Summary, attention record) of each sample, with the model's current weights; fewer if
+    """(DecodedSummary, attention record) of each sample, with the model's current weights; fewer if
     a stop is requested."""
     decoded = []
     for batch, example, article in zip(self.batches, self.examples, self.articles):
       if stopping.requested():
         break
-      (result,) = decode.run_search(self.search, batch)
-      summary = decode.Summary(self.vocab, result, example, self.reads)
+      (result,) = summaries.run_search(self.search, batch)
+      summary = summaries.DecodedSummary(self.vocab, result, example, self.reads)
       decoded.append((summary, attention_view.record(summary, article, self.pointer_gen,
                                                      self.writes)))
     return decoded
@@ -139,14 +139,15 @@ class Samples:
         tensorboard_log.scalar(tag, value, step)
     logging.info("Eval samples of step %d written in %.2f s.", step, time.monotonic() - start)
 
-  def figures(self, summaries):
-    """{tag: value}: the scalars over the samples' summaries (see the module's docstring)."""
-    ngrams = decode.ngram_figures([s.sentences for s in summaries],
-                                  [s.reference for s in summaries],
-                                  [e["article"] for e in self.examples],
-                                  *self.reads)["decoded"]
+  def figures(self, decoded):
+    """{tag: value}: the scalars over the samples' summaries `decoded` (see the module's
+    docstring)."""
+    ngrams = summaries.ngram_figures([s.sentences for s in decoded],
+                                     [s.reference for s in decoded],
+                                     [e["article"] for e in self.examples],
+                                     *self.reads)["decoded"]
     result = {"samples/mean_length": ngrams["mean_length"],
               "samples/duplicate_3grams_pct": ngrams["duplicate_ngrams_pct"]["3"]}
     if self.pointer_gen:
-      result["samples/p_gen_mean"] = float(np.mean([np.mean(s.p_gens) for s in summaries]))
+      result["samples/p_gen_mean"] = float(np.mean([np.mean(s.p_gens) for s in decoded]))
     return result

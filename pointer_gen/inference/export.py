@@ -99,7 +99,7 @@ class _WordToId(tf.Module):
 N_BEST = ("n_best_summaries", "n_best_scores", "n_best_log_probs")
 
 
-class Summarizer(tf.Module):
+class ServingModule(tf.Module):
   """The model, its vocabulary and decode settings, with the serving signatures. vocab: the
   vocab.Vocab of vocab_file, which a decoding control naming words reads (else not needed)."""
 
@@ -203,31 +203,31 @@ class Summarizer(tf.Module):
     result = searcher.search(self.model, enc_input, tf.maximum(enc_len, 1), enc_input_ext,
                              max_oovs)
 
-    generated, is_word, tokens, summary = self._words(result["tokens"], result["length"],
-                                                      has_text, oovs)
+    generated, is_word, tokens, summary = self._words(result.tokens, result.length, has_text,
+                                                      oovs)
 
-    dtype = result["p_gens"].dtype
-    steps_p_gen = tf.reduce_sum(tf.where(generated, result["p_gens"], 0.0), axis=1)  # [B]
-    p_gen_mean = tf.math.divide_no_nan(steps_p_gen, tf.cast(result["length"], dtype))  # [B]
+    dtype = result.p_gens.dtype
+    steps_p_gen = tf.reduce_sum(tf.where(generated, result.p_gens, 0.0), axis=1)  # [B]
+    p_gen_mean = tf.math.divide_no_nan(steps_p_gen, tf.cast(result.length, dtype))  # [B]
     outputs = {
         "summary": summary,
         "tokens": tokens,
-        "log_prob": tf.where(has_text, result["log_prob"], 0.0),
+        "log_prob": tf.where(has_text, result.log_prob, 0.0),
         "p_gen_mean": tf.where(has_text, p_gen_mean, 0.0),
     }
-    if "n_best_tokens" in result:
-      ranks = tf.shape(result["n_best_tokens"])[1]
+    best = result.n_best
+    if best is not None:
+      ranks = tf.shape(best.tokens)[1]
       _, _, _, ranked = self._words(
-          tf.reshape(result["n_best_tokens"], [batch * ranks, -1]),
-          tf.reshape(result["n_best_length"], [-1]), tf.repeat(has_text, ranks),
-          tf.repeat(oovs, ranks, axis=0))  # [B*n]
+          tf.reshape(best.tokens, [batch * ranks, -1]), tf.reshape(best.length, [-1]),
+          tf.repeat(has_text, ranks), tf.repeat(oovs, ranks, axis=0))  # [B*n]
       outputs["n_best_summaries"] = tf.reshape(ranked, [batch, ranks])
-      for name in ("score", "log_prob"):
-        outputs[f"n_best_{name}s"] = tf.where(has_text[:, None], result[f"n_best_{name}"], 0.0)
+      outputs["n_best_scores"] = tf.where(has_text[:, None], best.score, 0.0)  # [B, n]
+      outputs["n_best_log_probs"] = tf.where(has_text[:, None], best.log_prob, 0.0)  # [B, n]
     if keep_attention:
       word_mask = tf.cast(is_word, dtype)  # [B, T]
-      outputs["attn_dists"] = result["attn"] * word_mask[:, :, None]  # [B, T, L]
-      outputs["p_gens"] = result["p_gens"] * word_mask  # [B, T]
+      outputs["attn_dists"] = result.attn * word_mask[:, :, None]  # [B, T, L]
+      outputs["p_gens"] = result.p_gens * word_mask  # [B, T]
       outputs["article_tokens"] = features["article_tokens"].to_tensor("", shape=shape)  # [B, L]
     return outputs
 
@@ -257,10 +257,10 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
 
 
 def serving_root(module):
-  """The object the SavedModel is written from: the Summarizer's functions, its vocab asset and
+  """The object the SavedModel is written from: the ServingModule's functions, its vocab asset and
   tables, and the tf.Variables its functions read, each written once.
 
-  Not the Summarizer, which holds the Keras model: tf.saved_model.save writes each Keras 3
+  Not the ServingModule, which holds the Keras model: tf.saved_model.save writes each Keras 3
   variable as a new copy of its tf.Variable, so the SavedModel's own restore op fills the
   copies while the functions read the originals, which TF Serving's session loader then never
   sets ("Could not find variable"; only tf.saved_model.load, which rebinds them, ran such an
@@ -298,7 +298,7 @@ def export(hps, vocab, ckpt_path, export_dir, version=None):
     with open(vocab_file, "w", encoding="utf-8") as f:
       f.write("".join(word + "\n" for word in vocab.words))
     settings = recorded_settings(hps, len(vocab), ckpt_path, step)
-    module = Summarizer(model, vocab_file, hps, settings, vocab)
+    module = ServingModule(model, vocab_file, hps, settings, vocab)
     saved = os.path.join(staging, "saved_model")
     tf.saved_model.save(serving_root(module), saved, signatures={
         "serving_default": module.summarize, "attention": module.attention,

@@ -61,13 +61,15 @@ def _coverage_penalty(coverage, form, beta):
   return -beta * tf.reduce_sum(tf.math.log(safe), axis=2)
 
 
-def _score(log_prob_sum, num_tokens, length_penalty_alpha):
-  """The original's average log-probability over the tokens ([START] included); with alpha,
+def _score(log_prob_sum, generated, length_penalty_alpha):
+  """A hypothesis's rank from the sum of its tokens' log-probabilities and the tokens it has
+  generated ([STOP] included, [START] not), the one length every caller gives: the original's
+  average log-probability over its tokens with [START] counted, generated + 1; with alpha,
   GNMT's normaliser ((5 + generated) / 6) ** alpha instead (an extra, off by default)."""
-  num_tokens = tf.cast(num_tokens, log_prob_sum.dtype)
   if length_penalty_alpha is None:
-    return log_prob_sum / num_tokens
-  return log_prob_sum / ((5.0 + num_tokens - 1.0) / 6.0) ** length_penalty_alpha
+    return log_prob_sum / tf.cast(generated + 1, log_prob_sum.dtype)
+  return (log_prob_sum / ((5.0 + tf.cast(generated, log_prob_sum.dtype)) / 6.0)
+          ** length_penalty_alpha)
 
 
 class Hypotheses(NamedTuple):
@@ -274,8 +276,8 @@ class BeamSearch(contract.Strategy):
     proposed = (step > 0)[:, None] | (tf.range(k) == 0)[None, :]  # [N, K]
     proposed = (tf.broadcast_to(proposed[:, :, None], tf.shape(log_prob))
                 & (_split(top_probs, articles, k) > 0))  # [N, K, 2K]
-    rank = _score(log_prob, step[:, None, None] + 2,
-                  options.length_penalty_alpha)  # [N, K, 2K]: [START] + step + 1 tokens
+    rank = _score(log_prob, step[:, None, None] + 1,
+                  options.length_penalty_alpha)  # [N, K, 2K]: step + 1 tokens generated
     if self._penalised:
       rank -= self._penalty(live.coverage + _split(attn, articles, k))[:, :, None]
     score = tf.where(proposed, rank, float("-inf"))  # [N, K, 2K]
@@ -355,8 +357,8 @@ class BeamSearch(contract.Strategy):
     """Best result per article by score; the live beam if none finished."""
     beam = state.hypotheses
     has_done = beam.num_done > 0  # [N]
-    live_score = _score(beam.live.log_prob, state.step[:, None] + 1,
-                        self.options.length_penalty_alpha)  # [N, K]
+    live_score = _score(beam.live.log_prob, state.step[:, None],
+                        self.options.length_penalty_alpha)  # [N, K]: step tokens generated
     if self._penalised:
       live_score -= self._penalty(beam.live.coverage)
     score = tf.where(has_done[:, None], beam.done_score, live_score)  # [N, K]
@@ -369,24 +371,20 @@ class BeamSearch(contract.Strategy):
       return tf.where(contract.expand_to(has_done, chosen_done), chosen_done, chosen_live)
 
     chosen = tf.nest.map_structure(pick, beam.done, beam.live)
-    result = {
-        "tokens": chosen.tokens,
-        "length": pick(beam.done_length,
-                       tf.broadcast_to(state.step[:, None], tf.shape(beam.done_length))),
-        "score": tf.gather(score, best, batch_dims=1),
-        "log_prob": chosen.log_prob,
-        "p_gens": chosen.p_gens,
-    }
-    if self.settings.keep_attention:
-      result["attn"] = chosen.attn
-    if self.options.n_best > 1:
-      result.update(self._n_best(state, live_score))
-    return result
+    return contract.SearchResult(
+        tokens=chosen.tokens,  # [N, T]
+        length=pick(beam.done_length,
+                    tf.broadcast_to(state.step[:, None], tf.shape(beam.done_length))),  # [N]
+        score=tf.gather(score, best, batch_dims=1),  # [N]
+        log_prob=chosen.log_prob,  # [N]
+        p_gens=chosen.p_gens,  # [N, T]
+        attn=chosen.attn if self.settings.keep_attention else None,  # [N, T, L]
+        n_best=self._n_best(state, live_score) if self.options.n_best > 1 else None)
 
   def _n_best(self, state, live_score):
     """Each article's n_best summaries in rank order, the winner first: its results by score,
-    then (when fewer) its live hypotheses by score; n_best_tokens [N, n, T], n_best_length,
-    n_best_score and n_best_log_prob [N, n]."""
+    then (when fewer) its live hypotheses by score; a contract.NBest (tokens [N, n, T],
+    length, score and log_prob [N, n])."""
     beam, k, n = state.hypotheses, self.rows, self.options.n_best
     found = tf.range(k)[None, :] < beam.num_done[:, None]  # [N, K]
     done_order = tf.math.top_k(tf.where(found, beam.done_score, float("-inf")), k).indices
@@ -402,8 +400,9 @@ class BeamSearch(contract.Strategy):
       chosen_live = _gather_beams(live, live_rank)
       return tf.where(contract.expand_to(from_done, chosen_done), chosen_done, chosen_live)
 
-    return {"n_best_tokens": ranked(beam.done.tokens, beam.live.tokens),
-            "n_best_length": ranked(beam.done_length, tf.broadcast_to(
-                state.step[:, None], tf.shape(beam.done_length))),
-            "n_best_score": ranked(beam.done_score, live_score),
-            "n_best_log_prob": ranked(beam.done.log_prob, beam.live.log_prob)}
+    return contract.NBest(
+        tokens=ranked(beam.done.tokens, beam.live.tokens),
+        length=ranked(beam.done_length, tf.broadcast_to(state.step[:, None],
+                                                        tf.shape(beam.done_length))),
+        score=ranked(beam.done_score, live_score),
+        log_prob=ranked(beam.done.log_prob, beam.live.log_prob))

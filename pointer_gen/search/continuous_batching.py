@@ -16,6 +16,7 @@ for ended slots.
 """
 
 import itertools
+import operator
 
 import numpy as np
 import tensorflow as tf
@@ -155,8 +156,9 @@ class SlotDecoder:
     """Yields (example, result) for each of `examples` in their order.
 
     examples: dicts with enc_input and enc_input_ext (int arrays of the article's length, at
-    most max_enc_steps) and num_oovs. result: the strategy's winners for one article (tokens
-    [max_dec_steps], length, score, log_prob, p_gens [max_dec_steps]), numpy.
+    most max_enc_steps) and num_oovs. result: the strategy's winners for one article, a
+    contract.SearchResult of numpy values (tokens [max_dec_steps], length, score, log_prob,
+    p_gens [max_dec_steps]; no attn).
     Articles are encoded num_slots at a time, ahead of the slots that will take them.
     """
     examples = iter(examples)
@@ -211,10 +213,10 @@ class SlotDecoder:
       else:
         search, best = self._run_gathered(search, memory, np.int32(max_oovs))
       ended = self.strategy.finished(search).numpy()
-      best = {name: value.numpy() for name, value in best.items()}
+      best = best.map(lambda value: value.numpy())
       for index, slot in list(slot_of.items()):
         if ended[slot]:
-          finished[index] = {name: value[slot] for name, value in best.items()}
+          finished[index] = best.map(operator.itemgetter(slot))
           del slot_of[index]
       while next_out in finished:
         yield waiting.pop(next_out), finished.pop(next_out)

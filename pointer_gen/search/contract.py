@@ -18,11 +18,8 @@ implements:
   finished(state) -> [N] bool
                             the articles whose search has ended: every article at or past
                             max_dec_steps (continuous batching's empty slots stand there)
-  winners(state) -> dict    each article's summary so far: tokens [N, T] (extended ids, [STOP]
-                            included if generated, [PAD] after; T = max_dec_steps), length [N]
-                            (tokens generated), score [N], log_prob [N] (the tokens'
-                            log-probability sum), p_gens [N, T] and, with keep_attention,
-                            attn [N, T, L]
+  winners(state) -> SearchResult
+                            each article's summary so far (below)
 
 and inherits `start` (encode N articles, set up their searches) and `search` (start, advance
 until every search has ended, winners: one tf.while_loop). `decoder_step` runs the model one step
@@ -33,6 +30,11 @@ signatures take it as it is): each article's step counter [N], the decoder state
 [N*K, ...], and the strategy's own `hypotheses`, a nest (NamedTuples) of [N, ...] tensors.
 Continuous batching moves searches between slots by these two kinds alone (map_state): a field
 of `hypotheses` must have the article as its first dimension.
+
+A search's result is a `SearchResult` of N articles (a NamedTuple, which tf.function returns
+as it is; its fields and their shapes below), the n best summaries of a strategy that ranks
+several a nested `NBest`; `map` turns every tensor of it into another (numpy, one article's
+row) and keeps the type.
 
 The attention's implementation lays out and keeps the memory (the strategy's `attention`, an
 attention.SearchAttention, its `steps`): the memory is a dict: "states" and "features" (the
@@ -98,6 +100,31 @@ class State(NamedTuple):
   step: tf.Tensor  # [N] int32: each article's own step counter
   decoder_state: tuple  # the decoder's state, [N*K, ...] each
   hypotheses: Any  # the strategy's own nest of [N, ...] tensors
+
+
+class NBest(NamedTuple):
+  """Each article's n best summaries in rank order, the winner first (beam search's --n_best)."""
+  tokens: Any  # [N, n, T] extended ids, as SearchResult.tokens
+  length: Any  # [N, n] tokens generated
+  score: Any  # [N, n] the rank each has in the search
+  log_prob: Any  # [N, n] the sum of its tokens' log-probabilities
+
+
+class SearchResult(NamedTuple):
+  """Each article's summary, as a strategy's winners give it (N articles; T = max_dec_steps).
+  Tensors in a search, numpy arrays once decode has them (map), an article's row alone
+  without the first dimension."""
+  tokens: Any  # [N, T] extended ids, [STOP] included if generated, [PAD] after
+  length: Any  # [N] tokens generated
+  score: Any  # [N] the rank the strategy gave the summary
+  log_prob: Any  # [N] the sum of the tokens' log-probabilities
+  p_gens: Any  # [N, T]
+  attn: Any = None  # [N, T, L] with Settings.keep_attention, else None
+  n_best: NBest | None = None  # the n best of a strategy that ranks several, else None
+
+  def map(self, function):
+    """The result with `function` applied to each of its arrays (None stays None)."""
+    return tf.nest.map_structure(lambda t: None if t is None else function(t), self)
 
 
 def map_state(per_article, per_row, *states):
@@ -184,7 +211,7 @@ class Strategy(abc.ABC):
 
   @abc.abstractmethod
   def winners(self, state):
-    """Each article's summary so far, a dict (see the module's docstring)."""
+    """Each article's summary so far, a SearchResult."""
 
   def start(self, model, enc_input, enc_len, enc_input_ext):
     """Encodes N articles (enc_input, enc_input_ext [N, L] int32, enc_len [N]) and sets up their

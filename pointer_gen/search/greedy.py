@@ -99,9 +99,8 @@ class GreedySearch(contract.Strategy):
 
   def winners(self, state):
     done = state.hypotheses
-    result = {"tokens": done.tokens, "length": state.step,
-              "score": done.log_prob / tf.cast(state.step + 1, done.log_prob.dtype),
-              "log_prob": done.log_prob, "p_gens": done.p_gens}
-    if self.settings.keep_attention:
-      result["attn"] = done.attn
-    return result
+    return contract.SearchResult(
+        tokens=done.tokens, length=state.step,  # [N, T], [N]
+        score=done.log_prob / tf.cast(state.step + 1, done.log_prob.dtype),  # [N]
+        log_prob=done.log_prob, p_gens=done.p_gens,  # [N], [N, T]
+        attn=done.attn if self.settings.keep_attention else None)  # [N, T, L]

@@ -60,8 +60,8 @@ from pointer_gen.data import pipeline as data
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
-from pointer_gen.inference import decode
 from pointer_gen.inference import export
+from pointer_gen.inference import summaries
 from pointer_gen.model import losses
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import continuous_batching
@@ -317,7 +317,7 @@ def time_decode(hps, vocab, model, batch_size, articles):
                                 tf.TensorSpec([], tf.int32)])
   def search(enc_input, enc_len, ext, max_oovs):
     return strategies.make(hps, search_lib.Settings.from_hparams(hps)).search(
-        model, enc_input, enc_len, ext, max_oovs)["length"]
+        model, enc_input, enc_len, ext, max_oovs).length
 
   batches = iter(dataset)
   warm = next(batches)
@@ -355,7 +355,7 @@ def decode_examples(hps, vocab, count):
   """The first `count` examples of --decode_data_path, as single-pass decode reads them."""
   _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.decode_data_path), vocab,
                                    single_pass=True)
-  return list(itertools.islice(decode.examples(dataset), count))
+  return list(itertools.islice(summaries.examples(dataset), count))
 
 
 def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attention=True):
@@ -373,7 +373,7 @@ def time_continuous_decode(hps, vocab, model, slots, articles, compiled_attentio
   list(decoder.decode(examples[:slots]))
   list(decoder.decode(examples[slots:]))
   start = time.perf_counter()
-  lengths = [int(result["length"]) for _, result in decoder.decode(examples[slots:])]
+  lengths = [int(result.length) for _, result in decoder.decode(examples[slots:])]
   seconds = time.perf_counter() - start
   return {"articles_per_sec": len(lengths) / seconds, "articles": len(lengths),
           "seconds": seconds, "steps": stats(lengths)}

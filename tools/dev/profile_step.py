@@ -233,7 +233,7 @@ def traced(logdir, function):
 
 
 def synthetic_articles(count, length, vocab_size, rng):
-  """`count` full-length articles as decode.examples gives them, a few ids out of the
+  """`count` full-length articles as summaries.examples gives them, a few ids out of the
   vocabulary (article OOVs) in each."""
   oovs = 5
   articles = []
@@ -271,7 +271,7 @@ def profile_decode(hps, logdir):
     state["search"].step.numpy()
 
   def run():
-    decoder._run(state["search"], max_oovs)[1]["length"].numpy()  # pylint: disable=protected-access
+    decoder._run(state["search"], max_oovs)[1].length.numpy()  # pylint: disable=protected-access
 
   for _ in range(max(FLAGS.warmup, 1)):
     refill()
