@@ -37,36 +37,52 @@ CONTROLS = list(controls.CONTROLS)
 STOP, UNK = vocab_lib.STOP_ID, vocab_lib.UNK_ID
 
 
-def _active(field):
-  """A value of a control's setting off its default (a word list stays as it is: which words a
-  vocabulary has is the test's to say)."""
-  kind = field.type
-  if kind is bool:
-    return not field.default
-  if kind is int:
-    return field.default + 2
-  if kind is float:
-    return field.default + 1.0
-  return field.default
-
-
 def _every_control_on():
-  return {field.name: _active(field) for control in controls.CONTROLS.values()
-          for field in dataclasses.fields(control.Options)}
+  """Every control's settings at their declared examples: each control on."""
+  return {name: value for control in controls.CONTROLS.values()
+          for name, value in control.Options.examples().items()}
+
+
+def _vocab():
+  """WORDS and the words the controls' examples name (a word list's example, as `.` for
+  --ignore_when_blocking, names words the vocabulary must hold): what the generic tests
+  decode with."""
+  named = {word: None for value in _every_control_on().values() if isinstance(value, str)
+           for word in value.split(",") if word and word not in WORDS}
+  return vocab_lib.Vocab(WORDS + list(named))
 
 
 @pytest.mark.parametrize("name", CONTROLS)
 def test_settings_are_flags_hparams_fields_and_decode_help(name):
   control = controls.CONTROLS[name]
   assert_decode_flags(control.Options)
-  values = {f.name: _active(f) for f in dataclasses.fields(control.Options)}
-  assert control.from_values(values).active
+  # Each setting declares the example that turns the control on, off its default.
+  values = control.Options.examples()
+  assert list(values) == list(control.Options.flags())
+  for field in dataclasses.fields(control.Options):
+    assert values[field.name] != field.default, field.name
+  vocab = _vocab()
+  assert control.from_values(values, vocab).active
   assert not control.from_values({"min_dec_steps": 0}).active  # every control off by default
   # Every strategy's search applies it, and writes it out.
   for strategy in strategies.STRATEGIES:
     hps = config.HParams(search=strategy, mode="decode", **values).validated()
-    assert control.from_values(values) in contract.Settings.from_hparams(hps).controls
+    assert (control.from_values(values, vocab)
+            in contract.Settings.from_hparams(hps, vocab=vocab).controls)
     assert {k: strategies.written(hps)[k] for k in values} == values
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_its_example_changes_a_steps_distribution(name):
+  """On with its declared examples, each control (a new one too) acts on a step of two rows:
+  one at step 0, one that has generated WORDS twice over (every id of the distribution
+  probable, so a control that zeroes or lowers any of them shows)."""
+  vocab = _vocab()
+  generated = [vocab.word2id(word) for word in WORDS] * 2
+  view = _view([0, len(generated)], [[vocab_lib.PAD_ID] * len(generated), generated])
+  dist = _dist(2, len(vocab) + 2)
+  got = _apply(name, controls.CONTROLS[name].Options.examples(), dist, view, vocab)
+  assert got.shape == dist.shape and not np.array_equal(got, dist)
 
 
 def _view(step, tokens):
@@ -173,21 +189,24 @@ def test_an_exempt_word_outside_the_vocabulary_is_refused():
         {"block_ngram_repeat": 2, "ignore_when_blocking": ".,zz"}, vocab_lib.Vocab(["."]))
 
 
-def _repeats(tokens, n):
+def _repeats(tokens, n, exempt=()):
+  """The repeats among the n-grams of `tokens` that hold no id of `exempt`."""
   grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+  grams = [gram for gram in grams if not set(gram) & set(exempt)]
   return len(grams) - len(set(grams))
 
 
 @pytest.mark.parametrize("name", list(strategies.STRATEGIES))
 def test_every_control_with_every_strategy(tmp_path, name):
-  """Every control on at once (a new one too): single-pass decode (continuous batching in 3
-  slots) and the export's serving function give each article the one-batch search's summary,
-  which holds no [UNK], no repeated n-gram of --block_ngram_repeat and no [STOP] before
-  --min_dec_steps."""
-  vocab = vocab_lib.Vocab(WORDS)
-  values = {**_every_control_on(), "min_dec_steps": 3}
+  """Every control on at once with its declared examples (a new one too): single-pass decode
+  (continuous batching in 3 slots) and the export's serving function give each article the
+  one-batch search's summary, which holds no [UNK], no repeated n-gram of --block_ngram_repeat
+  but those of --ignore_when_blocking's words, no [STOP] before --min_dec_steps, and no token an
+  active control zeroes at its step."""
+  vocab = _vocab()
+  values = _every_control_on()
   hps = config.HParams(
-      mode="decode", single_pass=True, data_path=_corpus(str(tmp_path), 7, seed=0),
+      mode="decode", single_pass=True, data_path=_corpus(str(tmp_path), 7, seed=2),
       log_root=str(tmp_path), exp_name="run", hidden_dim=5, emb_dim=6, search=name,
       vocab_size=len(vocab), batch_size=3, max_enc_steps=10, max_dec_steps=8,
       coverage=True, compiled_attention=False, pointer_gen=True, **values).validated()
@@ -220,8 +239,20 @@ def test_every_control_with_every_strategy(tmp_path, name):
   assert [s.decode("utf-8").split() for s in served] == alone
 
   n = values["block_ngram_repeat"]
+  exempt = {vocab.word2id(word) for word in values["ignore_when_blocking"].split(",")}
   for f in found:
     tokens = list(f.tokens[:int(f.length)])
-    assert UNK not in tokens and _repeats(tokens, n) == 0, tokens
+    assert UNK not in tokens and _repeats(tokens, n, exempt) == 0, tokens
     assert STOP not in tokens[:values["min_dec_steps"]], tokens
   assert len({len(words) for words in alone}) > 1
+  # From the controls themselves (a new one's too): no token of a summary is one an active
+  # control zeroes at its step, given the tokens before it.
+  width = len(vocab) + int(np.max(batch["num_oovs"]))
+  for f in found:
+    length, tokens = int(f.length), np.asarray(f.tokens)
+    before = np.where(np.arange(hps.max_dec_steps)[None, :] < np.arange(length)[:, None],
+                      tokens[None, :hps.max_dec_steps], vocab_lib.PAD_ID)  # [length, T]
+    view = _view(np.arange(length), before)
+    for control in controls.make(values, vocab):
+      kept = control.apply(tf.ones([length, width]), view).numpy()  # [length, width]
+      assert (kept[np.arange(length), tokens[:length]] > 0).all(), (control, tokens)

@@ -76,6 +76,14 @@ def test_settings_written_out_name_the_strategy_and_its_settings(name):
   assert all(isinstance(value, (str, int, float, bool)) for value in constants.values())
   assert json.loads(json.dumps(strategies.written(hps))) == strategies.written(hps)
   assert strategies.dir_name(hps).startswith(f"{options.dir_name(name)}_3mindec_20maxdec")
+  # Each setting declares an example off its default; with them the strategy's settings are
+  # written as given, and the directory's name says they are not the defaults.
+  examples = strategies.STRATEGIES[name].Options.examples()
+  assert list(examples) == list(options.flags())
+  assert all(examples[field] != default for field, _, default, _ in options.declared())
+  on = hps.replace(**examples).validated()
+  assert {k: strategies.written(on)[k] for k in examples} == examples
+  assert (strategies.dir_name(on) != strategies.dir_name(hps)) == bool(examples)
 
 
 @pytest.mark.parametrize("name,other", [(a, b) for a in NAMES for b in NAMES if a != b])

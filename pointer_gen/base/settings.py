@@ -24,15 +24,19 @@ FIXED, DATA, PHASE = "fixed", "data", "phase"
 RECORDS = (FIXED, DATA, PHASE)
 
 
-def setting(default, help_text, check=None, metrics_after=None, choices=None, record=None):
+def setting(default, help_text, check=None, metrics_after=None, choices=None, record=None,
+            example=None):
   """A field of a Settings: the setting, and the flag of the same name that sets it.
 
   help_text: the flag's help; check: value -> None, or what is wrong with the value (the
   DataError names the flag); metrics_after: the flag after which single-pass decode's
   metrics.json writes it (None: after the flags it orders), so that a file's layout stays as it
   was when the setting was added; choices: the values it takes (an enum flag), which its check
-  then also holds it to; record: how the run's record treats it (FIXED, DATA, PHASE or None).
-  The flag's type is the field's (int, float, bool or str; `X | None` for a setting whose
+  then also holds it to; record: how the run's record treats it (FIXED, DATA, PHASE or None);
+  example: a value that turns on what the setting controls (a word for a word list, a number
+  off the default), with which the generic tests of a registry's variants (a decoding control,
+  a search strategy) switch each on, as no rule made from the type alone could (None: none
+  declared). The flag's type is the field's (int, float, bool or str; `X | None` for a setting whose
   default is None).
   """
   if record not in (None, *RECORDS):
@@ -42,7 +46,7 @@ def setting(default, help_text, check=None, metrics_after=None, choices=None, re
     check = _one_of(choices, check)
   return dataclasses.field(default=default, metadata={
       "help": help_text, "check": check, "metrics_after": metrics_after, "choices": choices,
-      "record": record})
+      "record": record, "example": example})
 
 
 def _one_of(choices, check=None):
@@ -87,6 +91,13 @@ class Settings:
     """{setting: the flag metrics.json writes it after} for the settings placed so."""
     return {field.name: field.metadata["metrics_after"] for field in dataclasses.fields(cls)
             if field.metadata["metrics_after"]}
+
+  @classmethod
+  def examples(cls):
+    """{setting: its declared example} of the settings that declare one, in the fields' order:
+    together, what turns the component on."""
+    return {field.name: field.metadata["example"] for field in dataclasses.fields(cls)
+            if field.metadata["example"] is not None}
 
   @classmethod
   def from_hparams(cls, hps):

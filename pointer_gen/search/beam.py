@@ -121,24 +121,25 @@ class BeamSettings(contract.StrategySettings):
   """Beam search's own settings, each its flag. The extra, length_penalty_alpha, is off by
   default, so that summaries are the original's."""
   beam_size: int = settings_lib.setting(4, "Beam size for beam-search decoding.",
-                                        settings_lib.positive, metrics_after="search")
+                                        settings_lib.positive, metrics_after="search",
+                                        example=3)
   length_penalty_alpha: float | None = settings_lib.setting(
       None, "Beam search extra, off by default (the original ranks by average "
       "log-probability): rank by log-prob / ((5 + length) / 6) ** alpha (GNMT).",
-      metrics_after="block_ngram_repeat")
+      metrics_after="block_ngram_repeat", example=0.6)
   coverage_penalty: str = settings_lib.setting(
       "none", "Beam search extra, off by default: rank hypotheses also by a coverage penalty "
       "(OpenNMT-py's forms): summary, beta * sum(max(coverage, 1) - 1); wu (GNMT), -beta * "
       "sum(log(min(coverage, 1))).",
       lambda value: None if value in COVERAGE_PENALTIES else (
-          f"expected one of {', '.join(COVERAGE_PENALTIES)}"))
+          f"expected one of {', '.join(COVERAGE_PENALTIES)}"), example="summary")
   coverage_penalty_beta: float = settings_lib.setting(
       0.0, "The coverage penalty's weight beta (with --coverage_penalty).",
-      settings_lib.at_least(0.0))
+      settings_lib.at_least(0.0), example=0.5)
   n_best: int = settings_lib.setting(
       1, "Beam search: the K best summaries an article (K <= --beam_size), in rank order with "
       "their scores (single-pass decode's n_best.jsonl, the export's n_best_* outputs); 1: the "
-      "best alone.", settings_lib.positive)
+      "best alone.", settings_lib.positive, example=2)
 
   def __post_init__(self):
     super().__post_init__()

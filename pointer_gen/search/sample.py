@@ -39,17 +39,18 @@ class SampleSettings(contract.StrategySettings):
   """Sampling's own settings, each its flag."""
   top_k: int = settings_lib.setting(
       0, "Sampling: draw among the k most probable tokens of the final distribution (article "
-      "words included); 0: among all.", settings_lib.at_least(0))
+      "words included); 0: among all.", settings_lib.at_least(0), example=5)
   top_p: float = settings_lib.setting(
       1.0, "Sampling: draw among the fewest most probable tokens whose probabilities (after "
       "--temperature and --top_k) sum to at least p (nucleus sampling); 1: no cut.",
-      _in_unit_interval)
+      _in_unit_interval, example=0.9)
   temperature: float = settings_lib.setting(
       1.0, "Sampling: draw from the final distribution raised to 1/temperature, renormalised; "
-      "below 1 sharper (towards greedy decoding), above 1 flatter.", settings_lib.positive)
+      "below 1 sharper (towards greedy decoding), above 1 flatter.", settings_lib.positive,
+      example=0.7)
   sample_seed: int = settings_lib.setting(
       0, "Sampling: the draws' seed. A summary depends only on it, its article and the model: "
-      "the same in every run, batch and mode (decode, eval's samples, export).")
+      "the same in every run, batch and mode (decode, eval's samples, export).", example=1)
 
   def dir_suffix(self):
     defaults = SampleSettings()

@@ -14,7 +14,8 @@ from pointer_gen.text import vocab as vocab_lib
 @dataclasses.dataclass(frozen=True)
 class BanUnkSettings(base.ControlSettings):
   ban_unk: bool = settings_lib.setting(
-      False, "Decoding control (every --search), off by default: never put [UNK] in a summary.")
+      False, "Decoding control (every --search), off by default: never put [UNK] in a summary.",
+      example=True)
 
   @property
   def active(self):

@@ -16,7 +16,7 @@ from pointer_gen.text import vocab as vocab_lib
 class MinLengthSettings(base.ControlSettings):
   min_dec_steps: int = settings_lib.setting(
       35, "Minimum generated length when decoding (every --search): [STOP] is not taken "
-      "before this step.", settings_lib.at_least(0))
+      "before this step.", settings_lib.at_least(0), example=3)
 
   @property
   def active(self):

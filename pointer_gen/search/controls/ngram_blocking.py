@@ -17,10 +17,11 @@ from pointer_gen.search.controls import base
 class BlockingSettings(base.ControlSettings):
   block_ngram_repeat: int = settings_lib.setting(
       0, "Decoding control (every --search), off by default: forbid a summary to repeat any of "
-      "its n-grams of this length.", settings_lib.at_least(0), metrics_after="rouge_tokenizer")
+      "its n-grams of this length.", settings_lib.at_least(0), metrics_after="rouge_tokenizer",
+      example=2)
   ignore_when_blocking: str = settings_lib.setting(
       "", "With --block_ngram_repeat: a comma-separated list of words (e.g. `.`) whose n-grams "
-      "may repeat.")
+      "may repeat.", example=".")
 
   def __post_init__(self):
     super().__post_init__()

@@ -16,7 +16,8 @@ from pointer_gen.search.controls import base
 class RepetitionPenaltySettings(base.ControlSettings):
   repetition_penalty: float = settings_lib.setting(
       1.0, "Decoding control (every --search), off at 1: the probability p of a token the "
-      "summary already holds becomes p ** penalty.", settings_lib.at_least(1.0))
+      "summary already holds becomes p ** penalty.", settings_lib.at_least(1.0),
+      example=2.0)
 
   @property
   def active(self):
