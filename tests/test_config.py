@@ -51,15 +51,34 @@ def test_every_flag_has_exactly_one_help_group():
     assert text.count(entry) == 1, name
 
 
+def _declared():
+  """{name: its dataclass field} of every declared setting: the core groups' and each
+  registered format's, strategy's and control's."""
+  from pointer_gen.base import settings  # pylint: disable=g-import-not-at-top
+  owners = (*config.GROUPS, *(f.Options for f in formats_registry.FORMATS),
+            *(s.Options for s in search_registry.STRATEGIES.values()),
+            *(c.Options for c in controls_registry.CONTROLS.values()))
+  return {field.name: field for owner in owners for field in settings.declarations(owner)}
+
+
 def test_the_run_records_lists_are_the_declared_treatments():
   from pointer_gen.base import settings  # pylint: disable=g-import-not-at-top
   from pointer_gen.data import run_record  # pylint: disable=g-import-not-at-top
   hps = config.HParams()
-  assert sorted(run_record.fixed(hps)) == sorted(
-      ["vocab_size", "hidden_dim", "emb_dim", "pointer_gen", "tokenizer", "lowercase",
-       "max_enc_steps"])
-  assert run_record.phase(hps) == ("coverage",)
-  assert run_record.data_layout(hps) == ("data_format", "article_key", "abstract_key")
+
+  def treated(record):
+    return [name for name, field in _declared().items() if field.metadata["record"] == record]
+
+  assert sorted(run_record.fixed(hps)) == sorted(treated(settings.FIXED))
+  # The original's model shape and text-to-ids settings are among them.
+  assert {"vocab_size", "hidden_dim", "emb_dim", "pointer_gen", "tokenizer", "lowercase",
+          "max_enc_steps"} <= set(run_record.fixed(hps))
+  assert run_record.phase(hps) == tuple(treated(settings.PHASE))
+  assert "coverage" in run_record.phase(hps)
+  # The data's layout: the settings declared so, then every format's own, in registry order.
+  assert run_record.data_layout(hps) == (*treated(settings.DATA),
+                                         *formats_registry.setting_names())
+  assert run_record.data_layout(hps)[:3] == ("data_format", "article_key", "abstract_key")
   declared = {field.name: field.metadata["help"] for field in settings.declarations(config.HParams)}
   for registry in (formats_registry, search_registry, controls_registry):
     declared.update({name: help_text for name, _, _, help_text in registry.settings()})

@@ -107,10 +107,14 @@ def test_first_train_writes_run_config(hf_data, trained):
     checksum = hashlib.sha256(f.read()).hexdigest()
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import pointer_gen  # pylint: disable=g-import-not-at-top
-  # Every format's own settings are the data's layout, recorded: their defaults but JSONL's.
-  layout = {name: default for name, _, default, _ in data_formats.settings()}
+  # Every recorded setting (fixed, the data's layout, every format's own settings, the phase's)
+  # at its declared default, but those the run was trained with.
+  defaults = config.HParams()
+  declared = {name: getattr(defaults, name)
+              for name in (*run_record.fixed(defaults), *run_record.data_layout(defaults),
+                           *run_record.phase(defaults))}
   assert recorded == {
-      **layout,
+      **declared,
       "vocab_path": os.path.abspath(hf_data["vocab"]), "vocab_sha256": checksum,
       "vocab_size": 0, "hidden_dim": 8, "emb_dim": 8, "pointer_gen": True, "coverage": False,
       "max_enc_steps": 30, "tokenizer": "punct", "lowercase": True, "data_format": "auto",

@@ -95,8 +95,8 @@ def test_greedy_decodes_single_pass_as_beam_size_one(tmp_path):
   assert greedy_dir == "decode_val_jsonl_10maxenc_greedy_2mindec_6maxdec_ckpt-0"
   assert beam_dir == "decode_val_jsonl_10maxenc_1beam_2mindec_6maxdec_ckpt-0"
   assert greedy_flags["search"] == "greedy" and "search" not in beam_flags
-  beam_only = {"beam_size": 1, "length_penalty_alpha": None, "coverage_penalty": "none",
-               "coverage_penalty_beta": 0.0, "n_best": 1}
+  beam_only = beam_search.BeamSettings(beam_size=1).written()
+  assert beam_only["beam_size"] == 1 and beam_only["length_penalty_alpha"] is None
   assert {k: beam_flags.pop(k) for k in beam_only} == beam_only
   assert not set(beam_only) & set(greedy_flags)
   del greedy_flags["search"]
@@ -149,9 +149,12 @@ def test_settings_are_the_decode_flags():
 
 def test_search_settings_written_out_name_the_strategy():
   hps = config.HParams(beam_size=5, max_dec_steps=90, min_dec_steps=30)
-  beam_extras = {"coverage_penalty": "none", "coverage_penalty_beta": 0.0, "n_best": 1}
-  controls_off = {"block_ngram_repeat": 0, "ignore_when_blocking": "", "ban_unk": False,
-                  "repetition_penalty": 1.0}
+  # The beam search's other settings and the controls' (but min_dec_steps, written first) at
+  # their declared defaults, whichever are registered and declared.
+  beam_extras = {name: default for name, _, default, _ in beam_search.BeamSettings.declared()
+                 if name not in ("beam_size", "length_penalty_alpha")}
+  controls_off = {name: default for name, _, default, _ in controls.settings()
+                  if name != "min_dec_steps"}
   assert strategies.written(hps) == {
       "min_dec_steps": 30, "max_dec_steps": 90, "beam_size": 5,
       "length_penalty_alpha": None, **beam_extras, "first_step_context": "original",
