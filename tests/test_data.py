@@ -1,6 +1,7 @@
 """`data.example_features` and single-pass `data.make_dataset` against hand-computed ids
 (the original's article2ids / abstract2ids), and the training source's data-epoch log."""
 
+import dataclasses
 import itertools
 import json
 
@@ -9,8 +10,11 @@ import pytest
 import tensorflow as tf
 
 from pointer_gen import config
+from pointer_gen.base import settings
 from pointer_gen.data import pipeline as data
+from pointer_gen.formats import base
 from pointer_gen.formats import data_files
+from pointer_gen.formats import skips as skips_lib
 from pointer_gen.text import vocab as vocab_lib
 
 WORDS = ["the", "cat", "sat", "on", "mat", ".", "a", "dog"]
@@ -250,3 +254,39 @@ def test_data_epoch_lines_at_most_one_per_log_interval(tmp_path, caplog):
     list(itertools.islice(source(), 41))
   assert [m for m in caplog.messages if m.startswith("Finished data epoch")] == [
       "Finished data epoch 1; starting the next.", "Finished data epoch 2; starting the next."]
+
+
+@dataclasses.dataclass(frozen=True)
+class _SeparatedOptions(settings.Settings):
+  record_end: str = settings.setting("\n", "What ends a record.")
+
+
+class _SeparatedFormat(base.DataFormat):
+  """Plain-text records, each its article and its one abstract sentence, ended by the format's
+  setting: where a record ends depends on it, as on a CSV file's delimiter."""
+  name = label = "separated"
+  extensions = (".sep",)
+  pretokenized = True
+  Options = _SeparatedOptions
+
+  def read(self, path, skips, options=None):
+    options = options or self.Options()
+    with open(path, encoding="utf-8") as f:
+      texts = [text for text in f.read().split(options.record_end) if text]
+    for index, text in enumerate(texts):
+      yield base.Record(text, [text], path, index)
+
+  def count(self, path, options=None):
+    return sum(1 for _ in self.read(path, skips_lib.SkipCounter(), options))
+
+
+def test_the_record_count_reads_with_the_formats_settings(tmp_path):
+  path = tmp_path / "records.sep"
+  path.write_text("a b|c\nd|e", encoding="utf-8")
+  lines = data_files.DataFiles(str(path), (str(path),), (_SeparatedFormat(),),
+                               ("whitespace", False), {})
+  assert lines.count() == 2
+  bars = dataclasses.replace(lines, fields={"record_end": "|"})
+  assert bars.count() == 3 == len(list(bars.read(skips_lib.SkipCounter())))
+  # The input pipeline's count (its progress lines and ETAs) is the settled files'.
+  assert data.RecordSource(bars, seed=0).num_records == 3

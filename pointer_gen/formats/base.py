@@ -74,9 +74,10 @@ class DataFormat:
     the format's Options (None: their defaults)."""
     raise NotImplementedError
 
-  def count(self, path):
+  def count(self, path, options=None):
     """The records in the file `path`, for progress lines and ETAs, checking up front what
-    would otherwise stop a run hours in (a DataError naming the file and record)."""
+    would otherwise stop a run hours in (a DataError naming the file and record); options: the
+    format's Options, as `read` gets them (where a record ends may depend on them)."""
     raise NotImplementedError
 
   def write(self, path, records):

@@ -60,8 +60,9 @@ class BinFormat(base.DataFormat):
     with open(path, "rb") as f:
       yield from example.example_records(path, _frames(f, path, read_payload=True), skips)
 
-  def count(self, path):
+  def count(self, path, options=None):
     """The records of a .bin file, checking only the length prefixes."""
+    del options  # no settings
     with open(path, "rb") as f:
       return sum(1 for _ in _frames(f, path, read_payload=False))
 

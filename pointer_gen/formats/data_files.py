@@ -51,8 +51,10 @@ class DataFiles:
                                skips, self.fields)
 
   def count(self, order=None):
-    """The records of the files `order` (as `read`), each format's cheap checks made."""
-    return sum(self.formats[index].count(self.paths[index])
+    """The records of the files `order` (as `read`), each format's cheap checks made, with its
+    settings (where a record ends may depend on them, as on a CSV file's delimiter)."""
+    return sum(self.formats[index].count(self.paths[index],
+                                         self.formats[index].Options.of(self.fields))
                for index in (range(len(self.paths)) if order is None else order))
 
   def check_fields(self):

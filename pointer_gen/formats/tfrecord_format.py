@@ -80,9 +80,10 @@ class TFRecordFormat(base.DataFormat):
     del options  # no settings
     yield from example.example_records(path, _payloads(path), skips)
 
-  def count(self, path):
+  def count(self, path, options=None):
     """The records, every checksum checked (in TensorFlow's reader, at its speed): a damaged
     record fails the run at its start, not when a later epoch reaches it."""
+    del options  # no settings
     lengths = tf.data.TFRecordDataset(path).map(_length)
     try:
       count, size = lengths.reduce((tf.constant(0, tf.int64), tf.constant(0, tf.int64)), _add)
