@@ -229,20 +229,22 @@ class DistributeSettings(settings.Settings):
 GROUPS = (RunSettings, DataSettings, ModelSettings, TrainSettings, EvalSettings, DecodeSettings,
           ExportSettings, DistributeSettings)
 COMMON = "Common and model (every mode)"
-# The registries' settings, each listed with the group of what reads them.
-_REGISTERED = ((formats_registry.settings, DataSettings),
-               (search_registry.settings, DecodeSettings),
-               (controls_registry.settings, DecodeSettings))
+# The registries' variants' settings classes, each listed with the group of what reads them.
+_REGISTERED = ((formats_registry.options, DataSettings),
+               (search_registry.options, DecodeSettings),
+               (controls_registry.options, DecodeSettings))
+
+
+def _with_registered(group):
+  """`group` and the settings classes of the variants listed with it."""
+  return (group, *(cls for options, owner in _REGISTERED if owner is group for cls in options()))
 
 
 def define_flags():
   """Defines every flag on absl's global FLAGS, from the declarations; call once, from the
   entry point."""
   for group in GROUPS:
-    settings.define_settings(group)
-    for declared, owner in _REGISTERED:
-      if owner is group:
-        settings.define_flags(declared())
+    settings.define_flags(_with_registered(group))
 
 
 def help_groups():
@@ -250,9 +252,7 @@ def help_groups():
   first."""
   names = {}
   for group in GROUPS:
-    own = [field.name for field in settings.declarations(group)]
-    own += [name for declared, owner in _REGISTERED if owner is group
-            for name, *_ in declared()]
+    own = [field.name for cls in _with_registered(group) for field in settings.declarations(cls)]
     names.setdefault(getattr(group, "HELP", COMMON), []).extend(own)
   return tuple((title, tuple(members)) for title, members in names.items())
 

@@ -24,7 +24,8 @@ def project_flags(flag_values):
 def _default(flag):
   value = flag.default
   if value is None:
-    return "none"
+    # Not "none", which a setting may take as a value (--coverage_penalty=none).
+    return "not set"
   if isinstance(value, bool):
     return str(value).lower()
   if value == "":

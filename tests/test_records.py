@@ -13,7 +13,8 @@ import struct
 import pytest
 import tensorflow as tf
 
-from helpers import finish_tool_runs, start_tool_runs
+from helpers import finish_tool_runs, flag_help, start_tool_runs
+from pointer_gen.base import settings
 from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats import bin_format
@@ -388,9 +389,10 @@ def test_every_formats_settings_are_flags_hparams_fields_and_recorded(name):
   from pointer_gen.data import run_record  # pylint: disable=g-import-not-at-top
   fmt = data_formats.get(name)
   defaults = config.HParams()
-  for setting, _, default, help_text in fmt.Options.declared():
-    assert flags.FLAGS[setting].default == default == getattr(defaults, setting)
-    assert flags.FLAGS[setting].help == help_text
+  for field in settings.declarations(fmt.Options):
+    setting = field.name
+    assert flags.FLAGS[setting].default == field.default == getattr(defaults, setting)
+    assert flags.FLAGS[setting].help == flag_help(field)
     # The data's layout: inherited from the run, and free to differ in eval and decode.
     assert setting in run_record.data_layout(defaults)
   assert fmt.Options.from_hparams(defaults) == fmt.Options()

@@ -26,6 +26,7 @@ from pointer_gen.search import registry as strategies
 from pointer_gen.search.controls import registry as controls
 from pointer_gen.text import vocab as vocab_lib
 
+from helpers import flag_help
 from test_search import WORDS
 from test_search import _corpus
 from test_search import _model
@@ -43,7 +44,7 @@ def assert_decode_flags(options):
   for field in dataclasses.fields(options):
     flag = project[field.name]
     assert flag.default == field.default == fields[field.name].default, field.name
-    assert flag.help == field.metadata["help"] and field.name in decode_group
+    assert flag.help == flag_help(field) and field.name in decode_group
     shown = f"[no]{field.name}" if field.type is bool else field.name
     assert f"\n  --{shown} (default: " in text
   return project

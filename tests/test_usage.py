@@ -5,8 +5,13 @@ import re
 from absl import flags
 import pytest
 
+from pointer_gen import config
 from pointer_gen import run
 from pointer_gen import usage
+from pointer_gen.base import settings
+from pointer_gen.formats import registry as formats_registry
+from pointer_gen.search import registry as search_registry
+from pointer_gen.search.controls import registry as controls_registry
 
 
 def _sections(text):
@@ -42,6 +47,35 @@ def test_help_lists_flags_by_mode_with_defaults(capsys):
   defined = [flag.name for flag in usage.project_flags(flags.FLAGS)]
   assert sorted(listed) == sorted(defined) and "verbosity" not in listed
   assert {name for _, names in usage.MODE_GROUPS for name in names} <= set(defined)
+
+
+def _entries(text):
+  """{flag name: its --help entry (the heading line and its help)}."""
+  return {re.match(r"  --(?:\[no\])?(\w+)", entry).group(1): entry
+          for entry in re.split(r"\n(?=  --)", text) if entry.startswith("  --")}
+
+
+def test_choices_and_unset_defaults_as_declared_core_or_by_a_variant(capsys):
+  with pytest.raises(SystemExit):
+    run.parse_flags(["run", "--help"])
+  entries = _entries(capsys.readouterr().out)
+  declared = {field.name: field for owner in (*config.GROUPS, *formats_registry.options(),
+                                              *search_registry.options(),
+                                              *controls_registry.options())
+              for field in settings.declarations(owner)}
+  for name, field in declared.items():
+    choices = field.metadata["choices"]
+    if choices is not None:
+      # absl's enum help starts with the choices, a variant's (the registries') as the core's.
+      assert "<" + "|".join(choices) + ">:" in " ".join(entries[name].split()), name
+    if field.default is None:
+      assert f"{name} (default: not set)" in entries[name], name
+  # A None default is not the value "none", which a setting may take.
+  assert "--coverage_penalty (default: none)\n      <none|summary|wu>:" in (
+      entries["coverage_penalty"])
+  assert "--length_penalty_alpha (default: not set)" in entries["length_penalty_alpha"]
+  assert all("(default: none)" not in entries[name] for name, field in declared.items()
+             if field.default is None)
 
 
 def test_other_arguments_still_go_to_absl():

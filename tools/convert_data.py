@@ -35,7 +35,7 @@ flags.DEFINE_string("split", "train", "--to=bin: chunk file prefix, as in train_
 flags.DEFINE_integer("chunk_size", 1000, "--to=bin: records per chunk file.", lower_bound=1)
 flags.DEFINE_enum("data_format", "auto", ("auto",) + data_formats.NAMES,
                   "Format of the input files; auto goes by the file extension.")
-settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
+settings.define_flags(data_formats.options())  # each format's own (JSONL's field names)
 flags.mark_flag_as_required("to")
 
 

@@ -42,7 +42,7 @@ def define_flags():
   flags.DEFINE_enum("rouge_tokenizer", "cjk", metrics.TOKENIZERS, metrics.TOKENIZERS_HELP)
   flags.DEFINE_integer("lead_chars", 0, "Characters of each article taken; 0: the mean length "
                        "of the references in characters, rounded.", lower_bound=0)
-  settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
+  settings.define_flags(data_formats.options())  # each format's own (JSONL's field names)
 
 
 def lead_baseline(data_path, data_format, tokenizer, lowercase, rouge_tokenizer, lead_chars=0,

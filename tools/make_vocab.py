@@ -37,7 +37,7 @@ def define_flags():
                     "English as CNN/DM's original data, cjk for text written without spaces "
                     "(Chinese, Japanese: each CJK ideograph or kana a token).")
   flags.DEFINE_bool("lowercase", False, "Lower-case the text before counting.")
-  settings.define_flags(data_formats.settings())  # each format's own (JSONL's field names)
+  settings.define_flags(data_formats.options())  # each format's own (JSONL's field names)
 
 # Tokenising in batches keeps the per-call overhead of the TF ops small on large data sets.
 BATCH_SIZE = 256

@@ -131,26 +131,20 @@ def check(values, cls):
       raise DataError(f"--{field.name}={value}: {problem}")
 
 
-def define_settings(cls, flag_values=flags.FLAGS):
-  """Defines the flag of each setting of `cls`, as declared (an enum flag for one with
-  choices), on `flag_values`."""
-  for field in declarations(cls):
+def define_flags(classes, flag_values=flags.FLAGS):
+  """Defines the flag of each setting of each class of `classes` (a group, or a registry's
+  `options()`), as declared (an enum flag, its choices in --help, for one with choices), on
+  `flag_values`."""
+  define = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean,
+            str: flags.DEFINE_string}
+  for field in (field for cls in classes for field in declarations(cls)):
     choices = field.metadata["choices"]
     if choices is not None:
       flags.DEFINE_enum(field.name, field.default, list(choices), field.metadata["help"],
                         flag_values=flag_values)
     else:
-      define_flags([(field.name, _flag_type(field.type), field.default,
-                     field.metadata["help"])], flag_values)
-
-
-def define_flags(declared, flag_values=flags.FLAGS):
-  """Defines the flags of settings (name, type, default, help) each, as `declared` gives them
-  (a registry's `settings()`), on `flag_values`."""
-  define = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean,
-            str: flags.DEFINE_string}
-  for name, kind, default, help_text in declared:
-    define[kind](name, default, help_text, flag_values=flag_values)
+      define[_flag_type(field.type)](field.name, field.default, field.metadata["help"],
+                                     flag_values=flag_values)
 
 
 def _flag_type(annotation):

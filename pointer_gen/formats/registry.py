@@ -40,9 +40,14 @@ def detect(path, data_format="auto"):
   return _BY_EXTENSION[ext]
 
 
+def options():
+  """Every format's settings class (its Options), in registry order."""
+  return tuple(f.Options for f in FORMATS)
+
+
 def settings():
   """Every format's own settings as flags: (name, type, default, help), in registry order."""
-  return tuple(declared for f in FORMATS for declared in f.Options.declared())
+  return tuple(declared for cls in options() for declared in cls.declared())
 
 
 def setting_names():

@@ -131,8 +131,7 @@ class BeamSettings(contract.StrategySettings):
       "none", "Beam search extra, off by default: rank hypotheses also by a coverage penalty "
       "(OpenNMT-py's forms): summary, beta * sum(max(coverage, 1) - 1); wu (GNMT), -beta * "
       "sum(log(min(coverage, 1))).",
-      lambda value: None if value in COVERAGE_PENALTIES else (
-          f"expected one of {', '.join(COVERAGE_PENALTIES)}"), example="summary")
+      choices=COVERAGE_PENALTIES, example="summary")
   coverage_penalty_beta: float = settings_lib.setting(
       0.0, "The coverage penalty's weight beta (with --coverage_penalty).",
       settings_lib.at_least(0.0), example=0.5)

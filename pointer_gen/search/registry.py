@@ -33,10 +33,14 @@ def strategy_class(name):
   return STRATEGIES[name]
 
 
+def options():
+  """Every strategy's settings class (its Options), in registry order."""
+  return tuple(strategy.Options for strategy in STRATEGIES.values())
+
+
 def settings():
   """Every strategy's own settings as flags: (name, type, default, help), in registry order."""
-  return tuple(declared for strategy in STRATEGIES.values()
-               for declared in strategy.Options.declared())
+  return tuple(declared for cls in options() for declared in cls.declared())
 
 
 def metrics_after():

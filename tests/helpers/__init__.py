@@ -25,6 +25,13 @@ _ABSL_LINE = re.compile(r"^([DIWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^:\]]+):\d+
 _PROJECT_MODULES = frozenset(p.name for p in (REPO / "pointer_gen").rglob("*.py"))
 
 
+def flag_help(field):
+  """The help of a declared setting's flag (`field`, a settings.setting) as absl holds it: an
+  enum flag's begins with its choices."""
+  choices = field.metadata["choices"]
+  return (f"<{'|'.join(choices)}>: " if choices else "") + field.metadata["help"]
+
+
 def project_error_lines(stderr):
   """The lines of `stderr` that report an error of the project's own: tracebacks, the
   `error: ...` lines the entry point prints, and absl ERROR/FATAL lines logged from a

@@ -20,10 +20,14 @@ CONTROLS = {
 }
 
 
+def options():
+  """Every control's settings class (its Options), in registry order."""
+  return tuple(control.Options for control in CONTROLS.values())
+
+
 def settings():
   """Every control's settings as flags: (name, type, default, help), in registry order."""
-  return tuple(declared for control in CONTROLS.values()
-               for declared in control.Options.declared())
+  return tuple(declared for cls in options() for declared in cls.declared())
 
 
 def flags():
