@@ -43,8 +43,8 @@ def settle(hps, given, recorded=None, formats=()):
     raise DataError(f"--raw_lowercase={flag_text(hps.raw_lowercase)} without --raw_tokenizer: "
                     "state how raw text became the data's tokens with both")
   known = []  # (value, where it came from)
-  if recorded and recorded.get("raw_tokenizer") is not None:
-    known.append(((recorded["raw_tokenizer"], recorded["raw_lowercase"]),
+  if recorded and recorded.raw_tokenizer is not None:
+    known.append(((recorded.raw_tokenizer, recorded.raw_lowercase),
                   f"recorded in {run_record.path_in(hps.run_dir)}"))
   sidecar = vocab_lib.read_tokenization(hps.vocab_path) if hps.vocab_path else None
   if sidecar and sidecar.get("raw_tokenizer") is not None:
