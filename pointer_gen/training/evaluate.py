@@ -23,6 +23,7 @@ under the checkpoint's step.
 import collections
 import json
 import os
+import typing
 
 from absl import logging
 import numpy as np
@@ -265,11 +266,17 @@ def _with(coverage):
   return "with" if coverage else "without"
 
 
+class SinglePassMetrics(typing.NamedTuple):
+  """What a single-pass eval wrote: the metrics JSON's path and its contents."""
+  path: str
+  metrics: dict
+
+
 def run_single_pass(hps, vocab):
   """Scores one checkpoint (--ckpt_path or the newest) on the whole data set once, in order.
 
-  Returns (path of the metrics JSON, its contents), or None if Ctrl-C or SIGTERM stopped it
-  first (nothing is written then).
+  Returns its SinglePassMetrics, or None if Ctrl-C or SIGTERM stopped it first (nothing is
+  written then).
   """
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
@@ -317,7 +324,7 @@ def run_single_pass(hps, vocab):
   files.write_text_atomic(path, json.dumps(result, indent=2) + "\n")
   logging.info("Scored %s on %d examples (%d target tokens): loss %.4f; written to %s",
                ckpt_path, num_examples, result["num_target_tokens"], result["loss"], path)
-  return path, result
+  return SinglePassMetrics(path, result)
 
 
 def run(hps, vocab, samples=None):
@@ -327,9 +334,9 @@ def run(hps, vocab, samples=None):
     scored = run_single_pass(hps, vocab)
     if scored is None:  # stopped by Ctrl-C or SIGTERM
       return
-    path, result = scored
-    print(f"{result['checkpoint']}: loss {result['loss']:.4f} over {result['num_examples']} "
-          f"examples ({result['num_target_tokens']} target tokens); metrics in {path}")
+    metrics = scored.metrics
+    print(f"{metrics['checkpoint']}: loss {metrics['loss']:.4f} over {metrics['num_examples']} "
+          f"examples ({metrics['num_target_tokens']} target tokens); metrics in {scored.path}")
     return
   evaluator = ConcurrentEvaluator(hps, vocab, samples)
   scored = evaluator.run()
