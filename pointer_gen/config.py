@@ -130,8 +130,6 @@ class TrainSettings(settings.Settings):
                                      "its newest checkpoint (with --mode=train), exit.")
   skip_nonfinite_batches: bool = setting(False, "Skip (count and log) a batch whose loss or "
                                          "gradient is NaN/Inf instead of stopping training.")
-  inject_nonfinite_at_step: int = setting(0, "Testing only: make the loss NaN at this global "
-                                          "step.")
   allow_unknown_words: bool = setting(
       False, "Train even when over half of the first articles' tokens are out of the "
       "vocabulary (a vocab of other data, a small --vocab_size, another tokenisation), which "

@@ -195,7 +195,6 @@ class ConcurrentEvaluator:
 
   def _load(self, path):
     """Restores `path` into the model; None if the trainer deleted it under us."""
-    stopping.pause_for_testing("load")
     try:
       return checkpoints.restore_weights(self.model, path)
     except (tf.errors.OpError, DataError) as e:
@@ -217,7 +216,6 @@ class ConcurrentEvaluator:
       if batch is None:
         self.source.raise_if_failed()
         raise DataError(f"--data_path={hps.data_path}: the validation data ended")
-      stopping.pause_for_testing("score")
       _, scalars = self.score(batch)
       loss = float(scalars["loss"])
       # Selection uses the NLL alone, as the original's: it stays comparable across
@@ -238,7 +236,6 @@ class ConcurrentEvaluator:
     if new_best:
       self.best_step.assign(step)
       with stopping.critical():
-        stopping.pause_for_testing("save_best")
         path = self.best_manager.save(checkpoint_number=step)
       logging.info("New best model (running average loss %.4f): saved %s", self.selector.best,
                    path)
