@@ -205,6 +205,14 @@ def test_a_fixed_setting_an_older_record_lacks_is_its_default(hf_data, trained, 
       "the default, or start a new run (another --exp_name)")
 
 
+@pytest.mark.parametrize("phases", [5, [{"coverage": True}], ["train"]])
+def test_a_record_whose_phases_are_not_phases_is_named(tmp_path, phases):
+  (tmp_path / "run_config.json").write_text(json.dumps({"phases": phases}), encoding="utf-8")
+  with pytest.raises(DataError, match=rf"^{re.escape(str(tmp_path))}/run_config\.json: expected "
+                     r"phases to be a list of objects of coverage, from_step, by \("):
+    run_record.read(tmp_path)
+
+
 def test_vocab_path_alone_stands_in_only_for_the_demo_corpus(hf_data, trained, tmp_path):
   """Without --data_path, a --vocab_path given for a run trained on other data than the demo
   corpus is refused, even with the run's own vocab: the demo articles would be read."""

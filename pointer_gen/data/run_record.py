@@ -106,8 +106,8 @@ class RunRecord:
 
   @classmethod
   def from_values(cls, values):
-    """The record of the JSON object `values` (a dict); raises KeyError or TypeError for a
-    phase that is not an object of Phase's fields."""
+    """The record of the JSON object `values` (a dict); raises TypeError for `phases` that are
+    not a list of objects of Phase's fields. The settings are read-only, as the record is."""
     own = {field.name for field in dataclasses.fields(cls)} - {"settings"}
     fields = {name: values[name] for name in own if name in values}
     fields["phases"] = tuple(Phase(**phase) for phase in fields.get("phases") or ())
@@ -133,9 +133,10 @@ def read(run_dir):
     return None
   try:
     return RunRecord.from_values(values)
-  except (KeyError, TypeError) as e:
-    raise DataError(f"{path_in(run_dir)}: a phase is not an object of "
-                    f"{', '.join(f.name for f in dataclasses.fields(Phase))} ({e!r})") from e
+  except TypeError as e:
+    fields = ", ".join(field.name for field in dataclasses.fields(Phase))
+    raise DataError(f"{path_in(run_dir)}: expected phases to be a list of objects of {fields} "
+                    f"({e})") from e
 
 
 def _read_values(run_dir):
