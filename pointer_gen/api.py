@@ -333,14 +333,15 @@ class Summarizer:
     articles = _articles_checked(articles, where)
     hps = self._settings(settings, where)
     if tokenized:
-      reads = (hps.tokenizer, hps.lowercase)
+      reads = text.Tokenization(hps.tokenizer, hps.lowercase)
     else:
       reads = raw_text.required(hps, "summarize() of raw text (tokenized=False)")
     if not articles:
       return []
     batches = data_lib.make_dataset(
         lambda: ((article, "") for article in articles), self.vocab.lookup_table(),
-        len(self.vocab), hps.replace(single_pass=True, tokenizer=reads[0], lowercase=reads[1]),
+        len(self.vocab),
+        hps.replace(single_pass=True, tokenizer=reads.tokenizer, lowercase=reads.lowercase),
         1 if attention else hps.batch_size)
     if attention:
       search = self._search(hps, attention=True)
@@ -349,7 +350,7 @@ class Summarizer:
                                             summaries.run_search(search, batch)))
     else:
       results = self._search(hps, attention=False).decode(summaries.examples(batches))
-    return [self._summary(hps, example, result, reads[0]) for example, result in results]
+    return [self._summary(hps, example, result, reads.tokenizer) for example, result in results]
 
   def _search(self, hps, attention):
     """The compiled search of `hps` (decode's continuous batching, or a one-article search
@@ -406,7 +407,7 @@ class Summarizer:
       data_lib.check_unknown_words(hps, self.vocab)
       with stopping.until_stopped():
         scored = evaluate_lib.run_single_pass(hps, self.vocab)
-    return None if scored is None else scored[1]
+    return None if scored is None else scored.metrics
 
   def export(self, export_dir, version=None, **settings):
     """Writes the SavedModel `--mode=export` writes (raw text in, summaries out; its serving

@@ -22,6 +22,7 @@ from pointer_gen.search import registry as search_registry
 from pointer_gen.search.contract import FIRST_STEP_CONTEXTS
 from pointer_gen.search.controls import registry as controls_registry
 from pointer_gen.text.tokenizers import TOKENIZERS
+from pointer_gen.text.tokenizers import Tokenization
 
 MODES = ("train", "eval", "decode", "export")
 CLIP_NORMS = ("original", "true")
@@ -129,8 +130,6 @@ class TrainSettings(settings.Settings):
                                      "its newest checkpoint (with --mode=train), exit.")
   skip_nonfinite_batches: bool = setting(False, "Skip (count and log) a batch whose loss or "
                                          "gradient is NaN/Inf instead of stopping training.")
-  inject_nonfinite_at_step: int = setting(0, "Testing only: make the loss NaN at this global "
-                                          "step.")
   allow_unknown_words: bool = setting(
       False, "Train even when over half of the first articles' tokens are out of the "
       "vocabulary (a vocab of other data, a small --vocab_size, another tokenisation), which "
@@ -301,11 +300,11 @@ class _HParamsMethods:
 
   @property
   def reads(self):
-    """(tokenizer, lowercase) that turn the text of --data_path into the model's tokens: as
-    settled (raw text in a run trained on pre-tokenised text: as that text was made), else the
+    """The Tokenization that turns the text of --data_path into the model's tokens: as settled
+    (raw text in a run trained on pre-tokenised text: as that text was made), else the
     flags'."""
     if self.data is None:
-      return self.tokenizer, self.lowercase
+      return Tokenization(self.tokenizer, self.lowercase)
     return self.data.reads
 
   @property
@@ -336,7 +335,7 @@ HParams = dataclasses.make_dataclass(
      for name, kind, default, _ in (*formats_registry.settings(), *search_registry.settings(),
                                     *controls_registry.settings())]
     # --data_path settled (settle.py): its files, their formats, how their text becomes the
-    # model's tokens (raw_text.reading) and its fields; None: not settled (data.files_of).
+    # model's tokens (raw_text.for_data) and its fields; None: not settled (data.files_of).
     + [("data", data_files.DataFiles | None, dataclasses.field(default=None))],
     bases=(_HParamsMethods, *reversed(GROUPS)), frozen=True,
     namespace={"__module__": __name__, "__post_init__": lambda self: None})

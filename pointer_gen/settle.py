@@ -86,7 +86,7 @@ def record_raw_text(hps, given):
 
 
 def from_run(hps, given, recorded):
-  """(`hps` with the flags not in `given` taken from the run's record `recorded`
+  """(`hps` with the flags not in `given` taken from the run's RunRecord `recorded`
   (run_record.read, None without one) and coverage as the checkpoint the mode loads has it,
   `recorded`)."""
   changeable = run_record.CHANGEABLE_BY_TRAIN if hps.mode == "train" else ()
@@ -102,9 +102,9 @@ def _coverage(hps, given, recorded, checkpoint):
   --coverage in `given` (the names the user set) that contradicts it is a DataError naming
   both; without one, the flag, else the `recorded` current phase."""
   if checkpoint is None:
-    if "coverage" in given or not recorded or "coverage" not in recorded:
+    if "coverage" in given or not recorded or "coverage" not in recorded.settings:
       return hps.coverage
-    return recorded["coverage"]
+    return recorded.settings["coverage"]
   try:
     coverage = checkpoints.has_coverage(checkpoint)
   except tf.errors.OpError as e:
@@ -157,9 +157,9 @@ def _resolve_data(hps, given, recorded):
 
 
 def _check_is_demo_run(hps, recorded, demo_vocab):
-  expected = recorded.get("vocab_sha256")
+  expected = recorded.vocab_sha256
   if expected and run_record.file_checksum(demo_vocab) != expected:
-    vocab = run_record.recorded_vocab_path(hps.run_dir, recorded)
+    vocab = recorded.vocab_in(hps.run_dir)
     raise DataError(f"--data_path is required: {run_record.path_in(hps.run_dir)} says this run "
                     f"was trained with the vocab {vocab} (sha256 {expected}), not on the demo "
                     f"corpus (vocab {demo_vocab})")

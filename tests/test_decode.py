@@ -310,7 +310,7 @@ def test_a_single_pass_decode_settles_its_data_once(tiny_run, demo_corpus, tmp_p
   monkeypatch.setattr(glob, "iglob", counting("expansions", glob.iglob, is_data))
   monkeypatch.setattr(tf.io.gfile, "glob", counting("expansions", tf.io.gfile.glob, is_data))
   monkeypatch.setattr(data_formats, "detect", counting("detections", data_formats.detect))
-  monkeypatch.setattr(raw_text, "reading", counting("readings", raw_text.reading))
+  monkeypatch.setattr(raw_text, "for_data", counting("readings", raw_text.for_data))
   code, _, err = run_main(capsys, "--mode=decode", "--single_pass", f"--data_path={pattern}",
                           f"--log_root={tmp_path}", "--exp_name=run", "--min_dec_steps=1",
                           "--max_decode_examples=3")

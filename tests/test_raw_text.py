@@ -118,10 +118,8 @@ def prepared(tmp_path_factory):
 def test_export_tokenises_raw_articles_as_make_datafiles_made_the_bin(prepared):
   # The run records what the vocab's .tokenization.json says, without a flag.
   recorded = run_record.read(prepared["run_dir"])
-  assert {k: recorded[k] for k in ("tokenizer", "lowercase", "raw_tokenizer",
-                                   "raw_lowercase")} == {
-      "tokenizer": "whitespace", "lowercase": False, "raw_tokenizer": "ptb",
-      "raw_lowercase": True}
+  assert (recorded.settings["tokenizer"], recorded.settings["lowercase"],
+          recorded.raw_tokenizer, recorded.raw_lowercase) == ("whitespace", False, "ptb", True)
   loaded = tf.saved_model.load(prepared["saved"])
   articles = [ARTICLES[i] for i in SPLITS["test"]]
   got = loaded.signatures["attention"](article=tf.constant(articles))["article_tokens"]
@@ -180,7 +178,7 @@ def test_a_run_recorded_before_works_with_the_statement_which_it_records(prepare
   run_dir = tmp_path / "runs" / "stories"
   shutil.copytree(prepared["run_dir"], run_dir,
                   ignore=shutil.ignore_patterns("decode_*", "trainer.lock"))
-  old = run_record.read(run_dir)
+  old = json.loads((run_dir / "run_config.json").read_text(encoding="utf-8"))
   del old["raw_tokenizer"], old["raw_lowercase"]
   old["vocab_path"] = str(vocab)
   (run_dir / "run_config.json").write_text(json.dumps(old), encoding="utf-8")
@@ -202,8 +200,8 @@ def test_a_run_recorded_before_works_with_the_statement_which_it_records(prepare
                           "--raw_tokenizer=ptb", "--raw_lowercase")
   assert code == 0, err
   assert _decoded(run_dir, "test_jsonl") == _decoded(prepared["run_dir"], "test_jsonl")
-  assert {k: v for k, v in run_record.read(run_dir).items() if k.startswith("raw_")} == {
-      "raw_tokenizer": "ptb", "raw_lowercase": True}
+  recorded = run_record.read(run_dir)
+  assert (recorded.raw_tokenizer, recorded.raw_lowercase) == ("ptb", True)
   hps = settle("--mode=export", *run, "--export_dir=x")
   assert (hps.raw_tokenizer, hps.raw_lowercase) == ("ptb", True)
 

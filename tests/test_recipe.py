@@ -68,8 +68,8 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):
   first_best = str(eval_dir / f"bestmodel-{FIRST_STEPS}")
   assert checkpoints.newest(str(eval_dir)) == first_best
   assert not checkpoints.has_coverage(first_best)
-  assert run_record.read(run_dir)["phases"] == [{"coverage": False, "from_step": 0,
-                                                 "by": "train"}]
+  assert run_record.read(run_dir).phases == (run_record.Phase(coverage=False, from_step=0,
+                                                              by="train"),)
 
   # An eval beside the first phase that is still waiting when the conversion comes.
   eval_hps = settle("--mode=eval", *val_data, "--eval_poll_secs=0.1")
@@ -91,9 +91,9 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):
   assert checkpoints.newest(str(eval_dir)) == first_best
   del beside
   recorded = run_record.read(run_dir)
-  assert recorded["coverage"] is True
-  assert recorded["phases"][1:] == [{"coverage": True, "from_step": FIRST_STEPS,
-                                     "by": "convert_to_coverage_model"}]
+  assert recorded.settings["coverage"] is True
+  assert recorded.phases[1:] == (run_record.Phase(coverage=True, from_step=FIRST_STEPS,
+                                                  by="convert_to_coverage_model"),)
 
   # Eval again, started now beside the coverage training (a process of its own): it builds the
   # coverage model from the newest checkpoint, keeps the first phase's best model, skips the
@@ -136,7 +136,7 @@ def test_the_recipe_in_one_run_directory(tmp_path, capsys, caplog, demo_corpus):
       f"Wrote the best model {coverage_best} (with coverage) as {restored}, the newest "
       "checkpoint (fresh optimizer): training resumes from it")
   assert checkpoints.newest(str(train_dir)) == restored and checkpoints.has_coverage(restored)
-  assert run_record.read(run_dir)["coverage"] is True
+  assert run_record.read(run_dir).settings["coverage"] is True
   # Nothing written before is gone.
   for prefix in (first, converted, second, first_best, coverage_best):
     assert os.path.exists(prefix + ".index"), prefix
@@ -197,7 +197,7 @@ def test_a_run_decodes_after_its_checkout_moves(tmp_path, capsys, monkeypatch, d
   code, _, err = run_main(capsys, "--flagfile=flags/demo.cfg")
   assert code == 0, err
   # The demo's vocab lies in the run's log_root tree: recorded relative to the run directory.
-  assert run_record.read("runs/demo")["vocab_path"] == os.path.join("..", "demo_data", "vocab")
+  assert run_record.read("runs/demo").vocab_path == os.path.join("..", "demo_data", "vocab")
 
   new = tmp_path / "new" / "checkout"
   new.parent.mkdir()
@@ -216,7 +216,8 @@ def test_a_run_decodes_after_its_checkout_moves(tmp_path, capsys, monkeypatch, d
 
   # A record written before relative paths (the vocab's absolute path, gone with the old
   # checkout) names the missing file; --vocab_path alone replaces it when the checksum agrees.
-  recorded = run_record.read("runs/demo")
+  with open("runs/demo/run_config.json", encoding="utf-8") as f:
+    recorded = json.load(f)
   gone = str(old / "runs" / "demo_data" / "vocab")
   recorded["vocab_path"] = gone
   with open("runs/demo/run_config.json", "w", encoding="utf-8") as f:

@@ -5,7 +5,9 @@ Train, eval and decode run the entry point with a tiny model on the demo corpus:
 process where nothing but its output is checked, as `python -m pointer_gen.run` subprocesses
 where the process itself matters (killed, its files capped) or where two runs from the same
 checkpoint and seed must repeat bit for bit. Those processes run each op on one thread, and
-those that the test only waits for start together when the module starts (`background`).
+those that the test only waits for start together when the module starts (`background`). A NaN
+loss is put into the training step from here (helpers/injected.py), in this process or, by
+helpers/patched_run.py, in a subprocess.
 """
 
 import concurrent.futures
@@ -30,7 +32,8 @@ from pointer_gen.inference import decode
 from pointer_gen.text import vocab as vocab_lib
 from pointer_gen.training import train
 
-from helpers import load_tool, run_entry_point, run_main, tiny_flags, tiny_hparams
+from helpers import injected
+from helpers import load_tool, REPO, run_entry_point, run_main, tiny_flags, tiny_hparams
 
 # More examples than the five a decode is killed after.
 DECODE_EXAMPLES = 12
@@ -45,12 +48,16 @@ def _args(corpus, log_root, split, args):
           f"--log_root={log_root}", *tiny_flags(), *args]
 
 
-def _run(corpus, log_root, *args, split="train", preexec_fn=None):
-  """A finished `python -m pointer_gen.run` on the demo corpus: (exit code, stdout, stderr)."""
+def _run(corpus, log_root, *args, split="train", preexec_fn=None, patched=()):
+  """A finished `python -m pointer_gen.run` on the demo corpus: (exit code, stdout, stderr).
+  `patched`: helpers/patched_run.py's first arguments, which run it with a fault put in."""
+  command, env = ["-m", "pointer_gen.run"], {**os.environ, **ONE_THREAD}
+  if patched:
+    command = [str(REPO / "tests" / "helpers" / "patched_run.py"), *map(str, patched)]
+    env["PYTHONPATH"] = str(REPO)  # a script's directory is on its sys.path, not the checkout
   result = subprocess.run(
-      [sys.executable, "-m", "pointer_gen.run", *_args(corpus, log_root, split, args)],
-      capture_output=True, text=True, env={**os.environ, **ONE_THREAD}, timeout=TIMEOUT_SECS,
-      preexec_fn=preexec_fn, check=False)
+      [sys.executable, *command, *_args(corpus, log_root, split, args)], capture_output=True,
+      text=True, env=env, timeout=TIMEOUT_SECS, preexec_fn=preexec_fn, check=False)
   return result.returncode, result.stdout, result.stderr
 
 
@@ -94,7 +101,7 @@ def _nonfinite_runs(corpus, run_dir, root):
   (exit code, stdout, stderr)."""
   train_dir = _copy_run(run_dir, root)
   result = _run(corpus, root, "--num_train_steps=20", "--checkpoint_secs=1",
-                "--inject_nonfinite_at_step=8", "--log_every_n_steps=1")
+                "--log_every_n_steps=1", patched=("nonfinite_loss_at", 8))
   newest = tf.train.latest_checkpoint(train_dir) or "-0"
   _copy_run(run_dir, root / "replay")
   return result, _run(corpus, root / "replay", f"--num_train_steps={newest.rsplit('-', 1)[1]}",
@@ -293,12 +300,13 @@ def test_eval_directory_that_cannot_be_created_is_a_clear_error(demo_corpus, tin
 # -------------------------------------------------------------------------------- NaN and Inf
 
 
-def test_skip_nonfinite_batches_continues_counts_and_logs(demo_corpus, tmp_path, capsys, caplog):
-  # Before the hook fired only once, the skipped step never advanced and every later batch was
+def test_skip_nonfinite_batches_continues_counts_and_logs(demo_corpus, tmp_path, capsys, caplog,
+                                                         monkeypatch):
+  # Before the fault fired only once, the skipped step never advanced and every later batch was
   # poisoned again: this run never ended.
+  injected.nonfinite_loss_at(3, monkeypatch.setattr)
   code, out, err = _run_here(capsys, caplog, demo_corpus, tmp_path, "--num_train_steps=6",
-                             "--checkpoint_secs=1000", "--skip_nonfinite_batches",
-                             "--inject_nonfinite_at_step=3")
+                             "--checkpoint_secs=1000", "--skip_nonfinite_batches")
   assert code == 0, err
   assert "Traceback" not in err
   assert re.search(r"Non-finite loss or gradient at step 3 \(loss nan, .*the update was NOT "
@@ -311,9 +319,10 @@ def test_skip_nonfinite_batches_continues_counts_and_logs(demo_corpus, tmp_path,
   assert "Trained steps 1-6" in out
 
 
-def test_a_skipped_batch_leaves_weights_and_optimizer_state_untouched(demo_corpus, tmp_path):
-  hps = tiny_hparams(demo_corpus, tmp_path, skip_nonfinite_batches=True,
-                     inject_nonfinite_at_step=2)
+def test_a_skipped_batch_leaves_weights_and_optimizer_state_untouched(demo_corpus, tmp_path,
+                                                                      monkeypatch):
+  injected.nonfinite_loss_at(2, monkeypatch.setattr)
+  hps = tiny_hparams(demo_corpus, tmp_path, skip_nonfinite_batches=True)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   trainer = train.Trainer(hps, vocab)
   step_fn = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, len(vocab))

@@ -187,6 +187,36 @@ def test_a_flag_that_conflicts_with_the_run_is_an_error(hf_data, trained, capsys
   assert sorted(os.listdir(trained / "hf")) == before
 
 
+def test_a_fixed_setting_an_older_record_lacks_is_its_default(hf_data, trained, tmp_path):
+  """A record written before a setting was declared: the run was made with its default, so the
+  default is taken, given or left out, and another value is refused as a recorded one is."""
+  log_root = tmp_path / "runs"
+  shutil.copytree(trained / "hf", log_root / "hf", ignore=shutil.ignore_patterns("trainer.lock"))
+  path = log_root / "hf" / "run_config.json"
+  older = json.loads(path.read_text(encoding="utf-8"))
+  del older["pointer_gen"]
+  path.write_text(json.dumps(older), encoding="utf-8")
+  run = ("--mode=eval", "--single_pass", *_args(hf_data, log_root))
+  assert "pointer_gen" not in run_record.read(log_root / "hf").settings
+  assert config.HParams().pointer_gen is True
+  assert settle(*run).pointer_gen is True
+  assert settle(*run, "--pointer_gen").pointer_gen is True
+  with pytest.raises(DataError) as raised:
+    settle(*run, "--nopointer_gen")
+  assert str(raised.value) == (
+      f"--pointer_gen=false conflicts with pointer_gen=true, the default ({path} predates "
+      "--pointer_gen), with which this run's model was trained: leave --pointer_gen out to use "
+      "the default, or start a new run (another --exp_name)")
+
+
+@pytest.mark.parametrize("phases", [5, [{"coverage": True}], ["train"]])
+def test_a_record_whose_phases_are_not_phases_is_named(tmp_path, phases):
+  (tmp_path / "run_config.json").write_text(json.dumps({"phases": phases}), encoding="utf-8")
+  with pytest.raises(DataError, match=rf"^{re.escape(str(tmp_path))}/run_config\.json: expected "
+                     r"phases to be a list of objects of coverage, from_step, by \("):
+    run_record.read(tmp_path)
+
+
 def test_vocab_path_alone_stands_in_only_for_the_demo_corpus(hf_data, trained, tmp_path):
   """Without --data_path, a --vocab_path given for a run trained on other data than the demo
   corpus is refused, even with the run's own vocab: the demo articles would be read."""
@@ -199,7 +229,7 @@ def test_vocab_path_alone_stands_in_only_for_the_demo_corpus(hf_data, trained, t
   demo_vocab = log_root / "demo_data" / "vocab"
   assert str(raised.value) == (
       f"--data_path is required: {log_root}/hf/run_config.json says this run was trained with "
-      f"the vocab {hf_data['vocab']} (sha256 {recorded['vocab_sha256']}), not on the demo "
+      f"the vocab {hf_data['vocab']} (sha256 {recorded.vocab_sha256}), not on the demo "
       f"corpus (vocab {demo_vocab})")
 
 
@@ -213,7 +243,7 @@ def test_another_vocab_or_a_changed_one_is_an_error(hf_data, trained, capsys, tm
                    rf"\({re.escape(os.path.abspath(hf_data['vocab']))}, sha256 [0-9a-f]{{64}}\)",
                    err, re.M), err
   # The recorded vocab file itself rebuilt with other contents: caught by its checksum.
-  moved = run_record.read(trained / "hf")
+  moved = json.loads((trained / "hf" / "run_config.json").read_text(encoding="utf-8"))
   moved["vocab_path"] = str(other)
   run_dir = tmp_path / "runs" / "hf"
   run_dir.mkdir(parents=True)

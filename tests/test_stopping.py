@@ -5,8 +5,8 @@ absent.
 The processes start as a non-interactive shell starts a background job: with SIGINT ignored.
 tools/dev/soak.py run that way (`python tools/dev/soak.py ... &`) once failed to stop: its eval
 inherited the ignored SIGINT, which Python then leaves ignored, so the soak's final SIGINT did
-nothing. The testing hook POINTER_GEN_TESTING_PAUSE_AT (pointer_gen/base/stopping.py) holds eval at
-a named phase, as a long TensorFlow call would, so that the signal lands there.
+nothing. helpers/patched_run.py holds eval at a named moment (helpers/injected.py's
+pause_eval_at), as a long TensorFlow call would, so that the signal lands there.
 """
 
 import concurrent.futures
@@ -41,17 +41,17 @@ START_TIMEOUT_SECS = 240
 # What a shell does to a background job before exec (`cmd &` without job control).
 AS_BACKGROUND_JOB = ["/bin/sh", "-c", 'trap "" INT; exec "$0" "$@"']
 
-# Eval moments: (POINTER_GEN_TESTING_PAUSE_AT, the log line at which the signal is sent, best
-# models complete on disk afterwards).
+# Eval moments: ((the moment eval is held at, for how many seconds), the log line at which the
+# signal is sent, best models complete on disk afterwards).
 EVAL_MOMENTS = {
     # Polling an empty train dir (after a checkpoint it is the same loop, where a soak's eval
     # once ignored the signal).
     "waiting": (None, "Waiting for a checkpoint", 0),
     # Held before the restore and before scoring for 60 s: the stop cannot wait for them.
-    "loading": ("load", "Testing: pausing at load", 0),
-    "scoring": ("score", "Testing: pausing at score", 0),
+    "loading": (("load", 60), "Testing: pausing at load", 0),
+    "scoring": (("score", 60), "Testing: pausing at score", 0),
     # Held for 3 s inside the best model's save: the save finishes, then eval stops.
-    "saving_best": ("save_best:3", "Testing: pausing at save_best", 1),
+    "saving_best": (("save_best", 3), "Testing: pausing at save_best", 1),
 }
 SIGNALS = ("SIGINT", "SIGTERM")
 
@@ -77,21 +77,25 @@ def _text(path):
 
 def _stop(root, train_dir, args, pause, signal_at, count, signame):
   """Starts `python -m pointer_gen.run args` on a copy of `train_dir` (or an empty train dir),
-  sends `signame` once the log line `signal_at` appeared `count` times, and waits for the process
-  to end (killed after 30 s). Returns its run dir, exit code, seconds from the signal to the
-  exit, stderr, and the files in its temporary directory before the signal and after the exit;
-  or an error if the moment never came."""
+  held at `pause` if given ((moment, seconds): helpers/patched_run.py's pause_eval_at), sends
+  `signame` once the log line `signal_at` appeared `count` times, and waits for the process to
+  end (killed after 30 s). Returns its run dir, exit code, seconds from the signal to the exit,
+  stderr, and the files in its temporary directory before the signal and after the exit; or an
+  error if the moment never came."""
   if train_dir:
     shutil.copytree(train_dir, root / "run" / "train")
   else:
     (root / "run" / "train").mkdir(parents=True)
   (root / "tmp").mkdir()
   env = {**os.environ, **ONE_THREAD, "TMPDIR": str(root / "tmp")}
+  command = ["-m", "pointer_gen.run"]
   if pause:
-    env["POINTER_GEN_TESTING_PAUSE_AT"] = pause
+    command = [str(REPO / "tests" / "helpers" / "patched_run.py"), "pause_eval_at",
+               *map(str, pause)]
+    env["PYTHONPATH"] = str(REPO)  # a script's directory is on its sys.path, not the checkout
   err_path = root / "stderr"
   with open(root / "stdout", "w") as out, open(err_path, "w") as err:
-    process = subprocess.Popen([*AS_BACKGROUND_JOB, sys.executable, "-m", "pointer_gen.run",
+    process = subprocess.Popen([*AS_BACKGROUND_JOB, sys.executable, *command,
                                 f"--log_root={root}", *FLAGS, *args],
                                cwd=REPO, env=env, stdout=out, stderr=err)
   deadline = time.time() + START_TIMEOUT_SECS

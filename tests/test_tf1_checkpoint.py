@@ -292,11 +292,11 @@ def test_conversion_records_the_run_config(reference, converted):
   """The other modes then build the converted model without repeating its flags."""
   hps, _ = converted
   recorded = run_record.read(hps.run_dir)
-  assert {k: recorded[k] for k in ("hidden_dim", "emb_dim", "vocab_size", "pointer_gen",
-                                   "coverage", "tokenizer", "lowercase", "vocab_path")} == {
+  assert {k: recorded.settings[k] for k in ("hidden_dim", "emb_dim", "vocab_size", "pointer_gen",
+                                            "coverage", "tokenizer", "lowercase")} == {
       "hidden_dim": H, "emb_dim": E, "vocab_size": V, "pointer_gen": True, "coverage": True,
-      "tokenizer": "whitespace", "lowercase": False,
-      "vocab_path": os.path.abspath(reference["vocab"])}
+      "tokenizer": "whitespace", "lowercase": False}
+  assert recorded.vocab_path == os.path.abspath(reference["vocab"])
   decode_hps, _ = settle.from_run(config.HParams(mode="decode", log_root=hps.log_root,
                                                  exp_name=hps.exp_name), given=frozenset(),
                                   recorded=recorded)
@@ -450,7 +450,7 @@ def test_cli_converts_into_a_run_and_refuses_to_overwrite_it(reference, tmp_path
   written = str(tmp_path / "pretrained" / "train" / f"model.ckpt-{STEP}")
   assert checkpoints.newest(hps.train_dir) == written
   recorded = run_record.read(hps.run_dir)
-  assert (recorded["raw_tokenizer"], recorded["raw_lowercase"]) == ("ptb", True)
+  assert (recorded.raw_tokenizer, recorded.raw_lowercase) == ("ptb", True)
   files = sorted(os.listdir(hps.train_dir))
   # A second conversion into the run (of any checkpoint) must not touch it.
   with pytest.raises(DataError, match="already holds checkpoints"):

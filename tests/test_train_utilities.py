@@ -200,11 +200,11 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
                             "--convert_to_coverage_model")
   assert code == 0, err
   recorded = run_record.read(copied.run_dir)
-  assert (recorded["coverage"], recorded["hidden_dim"], recorded["max_enc_steps"]) == (
-      True, 8, 40)
+  assert (recorded.settings["coverage"], recorded.settings["hidden_dim"],
+          recorded.settings["max_enc_steps"]) == (True, 8, 40)
   # The run had no record: where its first phase began is not known.
-  assert recorded["phases"] == [
-      {"coverage": True, "from_step": NEWEST_STEP, "by": "convert_to_coverage_model"}]
+  assert recorded.phases == (
+      run_record.Phase(coverage=True, from_step=NEWEST_STEP, by="convert_to_coverage_model"),)
 
   # Eval's best model was saved before the conversion: restored without coverage, although the
   # run is in its coverage phase; a --coverage that contradicts it names both.
@@ -226,9 +226,9 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
   assert checkpoints.newest(copied.train_dir) == written
   assert not checkpoints.has_coverage(written) and checkpoints.has_coverage(converted)
   recorded = run_record.read(copied.run_dir)
-  assert recorded["coverage"] is False
-  assert recorded["phases"][1:] == [
-      {"coverage": False, "from_step": BEST_STEP, "by": "restore_best_model"}]
+  assert recorded.settings["coverage"] is False
+  assert recorded.phases[1:] == (
+      run_record.Phase(coverage=False, from_step=BEST_STEP, by="restore_best_model"),)
 
   # And back to coverage, from the restored model.
   code, out, err = run_main(capsys, *common, f"--log_root={copied.log_root}", "--coverage",
@@ -236,5 +236,5 @@ def test_command_line_errors_and_success(trained, tmp_path, capsys):
   assert code == 0, err
   assert checkpoints.newest(copied.train_dir) == os.path.join(
       copied.train_dir, f"model.ckpt-{BEST_STEP}_cov_init")
-  assert run_record.read(copied.run_dir)["phases"][2:] == [
-      {"coverage": True, "from_step": BEST_STEP, "by": "convert_to_coverage_model"}]
+  assert run_record.read(copied.run_dir).phases[2:] == (
+      run_record.Phase(coverage=True, from_step=BEST_STEP, by="convert_to_coverage_model"),)

@@ -48,7 +48,7 @@ def convert(hps, prefix, drop_optimizer_state):
   path, step = tf1_checkpoint.convert_to_run(hps, vocab, prefix, drop_optimizer_state)
   state = "fresh optimizer state" if drop_optimizer_state else "Adagrad accumulators carried"
   print(f"Wrote {path} (step {step}, {state}), the newest checkpoint of {hps.train_dir}")
-  if raw_text.of(hps) is None:
+  if raw_text.known(hps) is None:
     print(f"How raw text became the model's tokens is not recorded: export and raw-JSONL decode "
           f"will ask for {raw_text.STATEMENT} ({raw_text.PAPER} for the original's models)")
 

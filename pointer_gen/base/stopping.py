@@ -21,11 +21,6 @@ exit, converts nothing: every tf.function and tf.data function is built with it 
 SIGINT is handled even when the process started with it ignored: a non-interactive shell starts
 background jobs that way, and an explicit `kill -INT` (a job runner, tools/dev/soak.py) must still
 stop the run.
-
-Testing only: with POINTER_GEN_TESTING_PAUSE_AT=<phase>[:<seconds>] in the environment,
-`pause_for_testing(<phase>)` logs `Testing: pausing at <phase>` and sleeps (60 s unless given),
-so that a test can signal a process at that exact moment. The phases are named where it is
-called (eval: `load`, `score`, `save_best`).
 """
 
 import contextlib
@@ -44,8 +39,6 @@ GRACE_SECS = 5.0
 CRITICAL_WAIT_SECS = 60.0
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _QUIT = 0  # written to the wakeup pipe by `uninstall`; no signal has number 0
-_PAUSE_VARIABLE = "POINTER_GEN_TESTING_PAUSE_AT"
-_DEFAULT_PAUSE_SECS = 60.0
 
 
 def _ignore(signum, frame):
@@ -192,12 +185,3 @@ def exit_if_requested():
   for tf.data's threads to wind down."""
   if requested():
     _hard_exit()
-
-
-def pause_for_testing(phase):
-  """Testing only: sleeps at `phase` when POINTER_GEN_TESTING_PAUSE_AT names it (module doc)."""
-  name, _, seconds = os.environ.get(_PAUSE_VARIABLE, "").partition(":")
-  if name != phase:
-    return
-  logging.info("Testing: pausing at %s.", phase)
-  time.sleep(float(seconds) if seconds else _DEFAULT_PAUSE_SECS)

@@ -236,10 +236,10 @@ def input_pipeline(hps, vocab, single_pass, batch_size=None, skip=0, num_shards=
                         num_shards=num_shards, shard_index=shard_index, skip=skip,
                         log_every=max(hps.log_every_n_steps, BUCKETING_CACHE_BATCHES) * batch,
                         log_ahead=BUCKETING_CACHE_BATCHES * batch)
-  tokenizer, lowercase = hps.reads
+  reads = hps.reads
   batches = make_dataset(source, vocab.lookup_table(), len(vocab),
-                         hps.replace(single_pass=single_pass, tokenizer=tokenizer,
-                                     lowercase=lowercase), batch_size)
+                         hps.replace(single_pass=single_pass, tokenizer=reads.tokenizer,
+                                     lowercase=reads.lowercase), batch_size)
   return source, batches
 
 
@@ -352,7 +352,8 @@ def check_unknown_words(hps, vocab):
                    same_tokenization)
   message = (f"{100 * rate:.1f} % of the article tokens of the first examples (up to "
              f"{OOV_CHECK_EXAMPLES}) of --data_path={hps.data_path} are out of the vocabulary "
-             f"{hps.vocab_path} with --tokenizer={reads[0]} --lowercase={flag_text(reads[1])}: "
+             f"{hps.vocab_path} with --tokenizer={reads.tokenizer} "
+             f"--lowercase={flag_text(reads.lowercase)}: "
              f"{causes}")
   if hps.mode == "train" and rate > OOV_REFUSAL_RATE and not hps.allow_unknown_words:
     raise DataError(f"{message} Training on articles mostly unknown to the vocab is refused "

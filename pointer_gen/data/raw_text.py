@@ -16,12 +16,17 @@ Two of them that disagree are an error naming both.
 
 What is raw text is the data format's to say (formats.base.DataFormat.pretokenized): the functions
 that look at the data take the formats of --data_path's files, as settle.py finds them.
+
+Each answer is a Tokenization: `known` (None when nothing says it) and `required` (a DataError
+then) are how raw text became the run's tokens; `for_raw_text` is what the run applies to raw
+text (the data files' when unknown); `for_data` what reads --data_path's files.
 """
 
 from pointer_gen.base.errors import DataError
 from pointer_gen.base.errors import flag_text
 from pointer_gen.data import run_record
 from pointer_gen.text import vocab as vocab_lib
+from pointer_gen.text.tokenizers import Tokenization
 
 STATEMENT = "--raw_tokenizer and --raw_lowercase"
 # For the data and checkpoints that carry no record.
@@ -43,8 +48,8 @@ def settle(hps, given, recorded=None, formats=()):
     raise DataError(f"--raw_lowercase={flag_text(hps.raw_lowercase)} without --raw_tokenizer: "
                     "state how raw text became the data's tokens with both")
   known = []  # (value, where it came from)
-  if recorded and recorded.get("raw_tokenizer") is not None:
-    known.append(((recorded["raw_tokenizer"], recorded["raw_lowercase"]),
+  if recorded and recorded.raw_tokenizer is not None:
+    known.append(((recorded.raw_tokenizer, recorded.raw_lowercase),
                   f"recorded in {run_record.path_in(hps.run_dir)}"))
   sidecar = vocab_lib.read_tokenization(hps.vocab_path) if hps.vocab_path else None
   if sidecar and sidecar.get("raw_tokenizer") is not None:
@@ -68,24 +73,24 @@ def settle(hps, given, recorded=None, formats=()):
   return hps.replace(raw_tokenizer=tokenizer, raw_lowercase=lowercase)
 
 
-def of(hps):
-  """(tokenizer, lowercase) that turn raw text into the run's tokens, or None when unknown."""
+def known(hps):
+  """The Tokenization that turned raw text into the run's tokens, or None when unknown."""
   if hps.raw_tokenizer is not None:
-    return hps.raw_tokenizer, bool(hps.raw_lowercase)
+    return Tokenization(hps.raw_tokenizer, bool(hps.raw_lowercase))
   if hps.tokenizer != "whitespace":
-    return hps.tokenizer, hps.lowercase
+    return Tokenization(hps.tokenizer, hps.lowercase)
   return None
 
 
-def applied(hps):
-  """(tokenizer, lowercase) the run applies to raw text: of(hps), or, when that is unknown, the
-  data files' (the modes refuse to come here then: `required`, `check_data`)."""
-  return of(hps) or (hps.tokenizer, hps.lowercase)
+def for_raw_text(hps):
+  """The Tokenization the run applies to raw text: `known`, or, when that is unknown, the data
+  files' (the modes refuse to come here then: `required`, `check_data`)."""
+  return known(hps) or Tokenization(hps.tokenizer, hps.lowercase)
 
 
 def required(hps, needed_by):
-  """of(hps), or a DataError telling the user what to state. `needed_by`: what needs it."""
-  value = of(hps)
+  """`known`, or a DataError telling the user what to state. `needed_by`: what needs it."""
+  value = known(hps)
   if value is not None:
     return value
   raise DataError(
@@ -99,15 +104,15 @@ def required(hps, needed_by):
       "--raw_tokenizer=whitespace if raw text is to be split on whitespace only")
 
 
-def reading(hps, formats):
-  """(tokenizer, lowercase) that turn the text of --data_path, files of `formats`, into the
-  model's tokens (settle.py puts it in the HParams: `HParams.reads`): pre-tokenised formats
+def for_data(hps, formats):
+  """The Tokenization that turns the text of --data_path, files of `formats`, into the model's
+  tokens (settle.py puts it in the HParams: `HParams.reads`): pre-tokenised formats
   (`.bin`, TFRecord) are read with --tokenizer and --lowercase; raw text (JSONL) is tokenised as
   the data was prepared (the same unless the run was trained on pre-tokenised text; when that is
   unknown, as the data files, which `check_data` refuses for the modes). Raises DataError for a
   glob mixing the two when they differ."""
-  files = (hps.tokenizer, hps.lowercase)
-  raw = applied(hps)
+  files = Tokenization(hps.tokenizer, hps.lowercase)
+  raw = for_raw_text(hps)
   if raw == files:
     return files
   if _all_raw(formats):
@@ -125,11 +130,11 @@ def check_data(hps, formats):
   """Raises DataError when --data_path, files of `formats`, holds raw text (JSONL) and how raw
   text became the run's tokens is unknown, when it mixes formats that are read differently, and
   when pre-tokenised files (.bin) whose vocab says their text is tokenised would be tokenised
-  again (ptb is not idempotent: `-lrb-` would become `- lrb -`). Returns `reading`'s value."""
+  again (ptb is not idempotent: `-lrb-` would become `- lrb -`). Returns `for_data`'s value."""
   raw = [f for f in formats if not f.pretokenized]
-  if of(hps) is None and raw:
+  if known(hps) is None and raw:
     required(hps, f"--data_path={hps.data_path} ({_names(raw)}: raw text)")
-  reads = reading(hps, formats)
+  reads = for_data(hps, formats)
   sidecar = vocab_lib.read_tokenization(hps.vocab_path) if hps.vocab_path else None
   files = (hps.tokenizer, hps.lowercase)
   pretokenized = [f for f in formats if f.pretokenized]

@@ -10,6 +10,7 @@ from typing import Any
 from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats import registry
+from pointer_gen.text.tokenizers import Tokenization
 
 
 def expand_glob(pattern, flag="--data_path"):
@@ -31,11 +32,11 @@ class DataFiles:
   pattern: str  # --data_path as given
   paths: tuple[str, ...]  # the files it matches, sorted
   formats: tuple[base.DataFormat, ...]  # each file's
-  reads: tuple[str, bool]  # (tokenizer, lowercase) of the model's tokens from their text
+  reads: Tokenization  # how their text becomes the model's tokens
   fields: dict[str, Any]  # the formats' own settings by name
 
   @classmethod
-  def find(cls, pattern, data_format="auto", reads=("whitespace", False), fields=None,
+  def find(cls, pattern, data_format="auto", reads=Tokenization("whitespace", False), fields=None,
            paths=None):
     """The files `pattern` matches (a DataError when none does; `paths`: those already
     found) and their formats (`data_format`'s, or with auto each one's extension's)."""

@@ -377,7 +377,7 @@ class CheckpointFollowingDecoder:
     self.hps, self.vocab, self.model = hps, vocab, model
     self.ckpt_path = ckpt_path
     self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
-    self.writes = raw_text.applied(hps)[0]  # the tokenizer whose text.written the logs show
+    self.writes = raw_text.for_raw_text(hps).tokenizer  # whose text.written the logs show
     self.dir = os.path.join(hps.run_dir, "decode")
     self.vis_dir = os.path.join(self.dir, "attn_vis")
     self.count = 0  # the examples this run decoded and wrote

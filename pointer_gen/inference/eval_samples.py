@@ -100,7 +100,7 @@ class Samples:
     source.raise_if_failed()
     self.examples = [next(summaries.examples([batch])) for batch in self.batches]
     self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
-    self.writes = raw_text.applied(hps)[0]  # the tokenizer whose text.written the text shows
+    self.writes = raw_text.for_raw_text(hps).tokenizer  # whose text.written the text shows
     self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
                      for e in self.examples]
     self.search = summaries.make_search(model, strategies.make(

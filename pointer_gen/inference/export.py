@@ -133,10 +133,10 @@ class ServingModule(tf.Module):
 
   def _article_features(self, article):
     hps = self._hps
-    tokenizer, lowercase = raw_text.applied(hps)
+    raw = raw_text.for_raw_text(hps)
     # Outputs must be valid UTF-8 (REST responses are JSON); valid text passes unchanged.
     return data.article_features(article, self.word_to_id, self.model.vocab_size,
-                                 hps.max_enc_steps, hps.pointer_gen, tokenizer, lowercase,
+                                 hps.max_enc_steps, hps.pointer_gen, raw.tokenizer, raw.lowercase,
                                  repair_utf8=True)
 
   @staticmethod
@@ -173,7 +173,7 @@ class ServingModule(tf.Module):
     tokens = tf.where(is_word, tf.where(ids < vocab_size, in_vocab, copied), "")  # [B, T]
     num_words = tf.reduce_sum(tf.cast(is_word, tf.int32), axis=1)  # [B]
     summary = text.written(tf.RaggedTensor.from_tensor(tokens, lengths=num_words),
-                           raw_text.applied(self._hps)[0])  # [B]
+                           raw_text.for_raw_text(self._hps).tokenizer)  # [B]
     return generated, is_word, tokens, summary
 
   def _summarize(self, article, keep_attention):
@@ -234,7 +234,7 @@ class ServingModule(tf.Module):
 
 def recorded_settings(hps, vocab_size, ckpt_path, step):
   """The decode settings an export runs with, for the `settings` signature and assets.extra."""
-  raw_tokenizer, raw_lowercase = raw_text.applied(hps)
+  raw_tokenizer, raw_lowercase = raw_text.for_raw_text(hps)
   return {
       "vocab_size": vocab_size,
       "max_enc_steps": hps.max_enc_steps,

@@ -78,6 +78,12 @@ _TOKENIZERS = {
 TOKENIZERS = tuple(_TOKENIZERS)
 
 
+class Tokenization(typing.NamedTuple):
+  """How text becomes tokens: a --tokenizer, and whether the text is lower-cased first."""
+  tokenizer: str
+  lowercase: bool
+
+
 def _of(tokenizer):
   if tokenizer not in TOKENIZERS:
     raise ValueError(f"--tokenizer={tokenizer!r}: expected one of {', '.join(TOKENIZERS)}")

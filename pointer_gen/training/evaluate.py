@@ -23,6 +23,7 @@ under the checkpoint's step.
 import collections
 import json
 import os
+import typing
 
 from absl import logging
 import numpy as np
@@ -194,7 +195,6 @@ class ConcurrentEvaluator:
 
   def _load(self, path):
     """Restores `path` into the model; None if the trainer deleted it under us."""
-    stopping.pause_for_testing("load")
     try:
       return checkpoints.restore_weights(self.model, path)
     except (tf.errors.OpError, DataError) as e:
@@ -216,7 +216,6 @@ class ConcurrentEvaluator:
       if batch is None:
         self.source.raise_if_failed()
         raise DataError(f"--data_path={hps.data_path}: the validation data ended")
-      stopping.pause_for_testing("score")
       _, scalars = self.score(batch)
       loss = float(scalars["loss"])
       # Selection uses the NLL alone, as the original's: it stays comparable across
@@ -237,7 +236,6 @@ class ConcurrentEvaluator:
     if new_best:
       self.best_step.assign(step)
       with stopping.critical():
-        stopping.pause_for_testing("save_best")
         path = self.best_manager.save(checkpoint_number=step)
       logging.info("New best model (running average loss %.4f): saved %s", self.selector.best,
                    path)
@@ -265,11 +263,17 @@ def _with(coverage):
   return "with" if coverage else "without"
 
 
+class SinglePassMetrics(typing.NamedTuple):
+  """What a single-pass eval wrote: the metrics JSON's path and its contents."""
+  path: str
+  metrics: dict
+
+
 def run_single_pass(hps, vocab):
   """Scores one checkpoint (--ckpt_path or the newest) on the whole data set once, in order.
 
-  Returns (path of the metrics JSON, its contents), or None if Ctrl-C or SIGTERM stopped it
-  first (nothing is written then).
+  Returns its SinglePassMetrics, or None if Ctrl-C or SIGTERM stopped it first (nothing is
+  written then).
   """
   ckpt_path = checkpoints.resolve(hps, hps.ckpt_path)
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
@@ -317,7 +321,7 @@ def run_single_pass(hps, vocab):
   files.write_text_atomic(path, json.dumps(result, indent=2) + "\n")
   logging.info("Scored %s on %d examples (%d target tokens): loss %.4f; written to %s",
                ckpt_path, num_examples, result["num_target_tokens"], result["loss"], path)
-  return path, result
+  return SinglePassMetrics(path, result)
 
 
 def run(hps, vocab, samples=None):
@@ -327,9 +331,9 @@ def run(hps, vocab, samples=None):
     scored = run_single_pass(hps, vocab)
     if scored is None:  # stopped by Ctrl-C or SIGTERM
       return
-    path, result = scored
-    print(f"{result['checkpoint']}: loss {result['loss']:.4f} over {result['num_examples']} "
-          f"examples ({result['num_target_tokens']} target tokens); metrics in {path}")
+    metrics = scored.metrics
+    print(f"{metrics['checkpoint']}: loss {metrics['loss']:.4f} over {metrics['num_examples']} "
+          f"examples ({metrics['num_target_tokens']} target tokens); metrics in {scored.path}")
     return
   evaluator = ConcurrentEvaluator(hps, vocab, samples)
   scored = evaluator.run()

@@ -68,12 +68,6 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
   variables = model.trainable_variables
   replicas = strategy.num_replicas_in_sync
   implementation = attention.chosen(hps, "train")
-  if hps.inject_nonfinite_at_step:
-    # The test hook fires once: the step does not advance on a skipped batch, so a hook keyed on
-    # the step alone would poison every later batch too and --skip_nonfinite_batches would spin.
-    with strategy.scope():
-      injected = tf.Variable(False, trainable=False,
-                             aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
   def replica_step(batch):
     num_examples = _all_reduce_sum(tf.shape(batch["dec_len"])[0])
@@ -85,11 +79,6 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
       scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt,
                                     num_examples, num_tokens)
       total = scalars["total_loss"]
-      if hps.inject_nonfinite_at_step:
-        # Test hook: poisons the loss (hence every gradient) at one chosen step.
-        poison = tf.equal(step + 1, hps.inject_nonfinite_at_step) & tf.logical_not(injected)
-        injected.assign(injected | poison)
-        total *= tf.where(poison, float("nan"), 1.0)
     tape_gradients = tape.gradient(total, variables)
     # The embedding gradient's per-token rows (see clipping_norm) exist only here, each on its
     # replica: the sum of their squares rides in the gradients' one all-reduce.
