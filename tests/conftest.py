@@ -12,6 +12,7 @@ import pathlib
 import shutil
 import subprocess
 import tempfile
+import threading
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -85,7 +86,9 @@ def pytest_xdist_make_scheduler(config, log):
 # The marker of the tests that start real processes (the command line signalled, killed or side by
 # side, workers, exports loaded in fresh interpreters, tools run as scripts): `-m "not slow"` is
 # the quick tier run between edits. A test that starts a process without it fails, naming the
-# program, so the quick tier never starts one.
+# program, so the quick tier never starts one. Only the main thread's processes are the running
+# test's: a module fixture's threads (test_reliability's `background`) run the processes of the
+# slow tests selected beside it while other tests run.
 SLOW = "slow"
 _RUNNING = {"item": None}
 
@@ -97,7 +100,8 @@ class ProcessInQuickTest(Exception):
 def _guarded(execute_child):
   def execute(self, args, *rest, **kwargs):
     item = _RUNNING["item"]
-    if item is not None and item.get_closest_marker(SLOW) is None:
+    if (item is not None and item.get_closest_marker(SLOW) is None
+        and threading.current_thread() is threading.main_thread()):
       program = args if isinstance(args, (str, bytes)) else " ".join(map(str, args[:2]))
       raise ProcessInQuickTest(f"{item.nodeid} starts a process ({program}) but is not marked "
                                f"@pytest.mark.{SLOW}")
