@@ -11,7 +11,7 @@ the memory, where the time goes:
   context(attn, memory, rows=1) -> sum_i a_i h_i [B, D], attn [B, L] in the states' dtype
 
 The step reads the weights the paper's equations have; a formula with another weight
-(eager.py) leaves these behind, and tests/test_attention_implementations.py says so.
+(eager.py) leaves these behind, and tests/attention/test_attention_implementations.py says so.
 """
 
 import tensorflow as tf

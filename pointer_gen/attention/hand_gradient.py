@@ -5,7 +5,7 @@ one matmul after the loop (LateStatesGradient) instead of a product and a runnin
 [B, L, D] at every step.
 
 Each kernel stands for a plain formula, named in its docstring: attention.Eager's, to which
-tests/test_attention_implementations.py holds them.
+tests/attention/test_attention_implementations.py holds them.
 """
 
 import tensorflow as tf

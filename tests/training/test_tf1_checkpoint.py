@@ -2,7 +2,7 @@
 
 The reference is computed by TensorFlow itself, not by our code: this file, run as a script in a
 subprocess with TF_USE_LEGACY_KERAS=1 (the tf1_references fixture's, which runs
-tests/test_clip_norm.py too; tf.compat.v1's RNN cells then come from tf_keras, which
+tests/training/test_clip_norm.py too; tf.compat.v1's RNN cells then come from tf_keras, which
 holds TF1's LSTMCell; with Keras 3 they are unavailable), builds the original's graph in TF1
 graph mode with tools/dev/tf1_reference.py (also the speed baseline of docs/performance.md)
 under its exact variable scopes: TF1's LSTMCell in bidirectional_dynamic_rnn, the
@@ -41,7 +41,7 @@ from helpers import run_main
 # Each test here starts real processes (conftest.SLOW).
 pytestmark = pytest.mark.slow
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 # Run on the worker of test_clip_norm.py (conftest.worker_unit): they share tf1_references.
 ATOL = 1e-5
 V, E, H = 30, 6, 5

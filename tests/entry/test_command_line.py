@@ -1,5 +1,7 @@
-"""What a new user met on a fresh clone, round three (issue 56), each case run as the user ran
-it: a command as a subprocess, with the tiny trained run and the demo corpus of the session."""
+"""The command line as users run it, a command as a subprocess where it matters, with the tiny
+trained run and the demo corpus of the session: eval beside a longer training, flag errors as
+one line, refused data, log roots and vocab files, decode's ETA, the strategies named from the
+registry, TensorFlow's own log lines kept out of the run's log."""
 
 import errno
 import glob

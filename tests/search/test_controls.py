@@ -28,9 +28,9 @@ from pointer_gen.search.controls import ngram_blocking
 from pointer_gen.search.controls import registry as controls
 from pointer_gen.text import vocab as vocab_lib
 
-from test_search import WORDS
-from test_search import _corpus
-from test_search import _model
+from helpers.search_corpus import WORDS
+from helpers.search_corpus import corpus as _corpus
+from helpers.search_corpus import model as _model
 from test_strategies import assert_decode_flags
 
 CONTROLS = list(controls.CONTROLS)
