@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import config
 from pointer_gen import settle
 from pointer_gen.base import checkpoints
@@ -241,7 +242,7 @@ def test_one_decode_step_matches_the_tf1_decode_graph(reference, converted):
   """The beam search's pieces: initial attention from the initial state, then one step."""
   model = _model(*converted)
   states, features, mask, (c, h, context, _) = model.encode(ENC_INPUT, ENC_LEN)
-  memory = {"states": states, "features": features, "mask": mask}
+  memory = attention.Memory(states, features, mask)
   state = model.cell.initial_attention((c, h, context, PREV_COVERAGE), memory)
   np.testing.assert_allclose(state[3], reference["decode_coverage"], atol=ATOL)
   (output, context, attn, p_gen), (c, h, _, _) = model.cell(

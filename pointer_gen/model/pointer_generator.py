@@ -82,7 +82,7 @@ class PointerGenerator(model_config.Configured, keras.Model):
     """
     implementation = implementation or attention.auto("train")
     states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"], for_xla)
-    memory = implementation.memory({"states": states, "features": features, "mask": mask})
+    memory = implementation.memory(attention.Memory(states, features, mask))
     embedded = self.embedding(batch["dec_input"])  # [B, T, E]
     steps = tf.shape(embedded)[1]
     # A TensorArray, not indexing: see Encoder.call.
