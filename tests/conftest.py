@@ -113,7 +113,8 @@ def _guarded(execute_child):
   return execute
 
 
-subprocess.Popen._execute_child = _guarded(subprocess.Popen._execute_child)  # pylint: disable=protected-access
+# pylint: disable-next=protected-access
+subprocess.Popen._execute_child = _guarded(subprocess.Popen._execute_child)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,6 +1,7 @@
 """`eager`: the paper's attention (See et al. 2017, eq. 1-2 and 11) with TensorFlow's ops,
 differentiated by TensorFlow: the reference every other implementation is held to
-(tests/attention/test_attention_implementations.py). A formula with a new weight is written here alone."""
+(tests/attention/test_attention_implementations.py). A formula with a new weight is written here
+alone."""
 
 import tensorflow as tf
 

@@ -2,8 +2,8 @@
 `auto` runs in each context, and the older flags that spell a choice in one context.
 
 An implementation is an interface.Implementation in its own module; registering it is its line
-in IMPLEMENTATIONS. The flag's choices, its help and tests/attention/test_attention_implementations.py
-take it from there.
+in IMPLEMENTATIONS. The flag's choices, its help and
+tests/attention/test_attention_implementations.py take it from there.
 """
 
 from pointer_gen.attention import eager

@@ -21,8 +21,8 @@ end, which must be none (`temp_files_after_stops`).
 
 At the end training is resumed once more and stopped with SIGTERM, eval is stopped with SIGINT
 (each must exit 0 with no traceback within STOP_TIMEOUT_SECS; the seconds are reported), and
-eval/ is checked like train/. Then tests/formats/test_fuzz.py runs with --fuzz_scale times its examples
-and the outcome counts are printed.
+eval/ is checked like train/. Then tests/formats/test_fuzz.py runs with --fuzz_scale times its
+examples and the outcome counts are printed.
 """
 
 import datetime
