@@ -11,6 +11,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 
@@ -83,44 +84,60 @@ def pytest_xdist_make_scheduler(config, log):
   return FileScheduling(config, log)
 
 
-# The marker of the tests that start real processes (the command line signalled, killed or side by
-# side, workers, exports loaded in fresh interpreters, tools run as scripts): `-m "not slow"` is
-# the quick tier run between edits. A test that starts a process without it fails, naming the
-# program, so the quick tier never starts one. Only the main thread's processes are the running
-# test's: a module fixture's threads (test_reliability's `background`) run the processes of the
-# slow tests selected beside it while other tests run.
+# The marker of the costly tests: those that start real processes (the command line signalled,
+# killed or side by side, workers, exports loaded in fresh interpreters, tools run as scripts) and
+# those that write a SavedModel (an export traces every serving signature and checks it in TF's
+# two loaders). `-m "not slow"` is the quick tier run between edits. A test that does either
+# without the marker fails, naming what it did, so the quick tier never does. Only the main
+# thread's processes are the running test's: a module fixture's threads (test_reliability's
+# `background`) run the processes of the slow tests selected beside it while other tests run.
 SLOW = "slow"
 _RUNNING = {"item": None}
 # Not a test's process: the standard library's platform module runs `uname -p` on first use.
 _NOT_TESTS_PROCESSES = frozenset({"uname"})
 
 
-class ProcessInQuickTest(Exception):
-  """A test not marked slow started a process."""
+class SlowInQuickTest(Exception):
+  """A test not marked slow started a process or wrote a SavedModel."""
 
 
-def _guarded(execute_child):
+def _refuse_unless_slow(what):
+  item = _RUNNING["item"]
+  if (item is not None and item.get_closest_marker(SLOW) is None
+      and threading.current_thread() is threading.main_thread()):
+    raise SlowInQuickTest(f"{item.nodeid} {what} but is not marked @pytest.mark.{SLOW}")
+
+
+def _guarded_process(execute_child):
   def execute(self, args, *rest, **kwargs):
-    item = _RUNNING["item"]
     argv = [args] if isinstance(args, (str, bytes)) else list(args)
-    if (item is not None and item.get_closest_marker(SLOW) is None
-        and threading.current_thread() is threading.main_thread()
-        and os.path.basename(os.fsdecode(argv[0])) not in _NOT_TESTS_PROCESSES):
-      program = " ".join(map(str, argv[:2]))
-      raise ProcessInQuickTest(f"{item.nodeid} starts a process ({program}) but is not marked "
-                               f"@pytest.mark.{SLOW}")
+    if os.path.basename(os.fsdecode(argv[0])) not in _NOT_TESTS_PROCESSES:
+      _refuse_unless_slow(f"starts a process ({' '.join(map(str, argv[:2]))})")
     return execute_child(self, args, *rest, **kwargs)
   return execute
 
 
+def _guarded_save(save):
+  def guarded(*args, **kwargs):
+    _refuse_unless_slow("writes a SavedModel")
+    return save(*args, **kwargs)
+  guarded.guarded = True
+  return guarded
+
+
 # pylint: disable-next=protected-access
-subprocess.Popen._execute_child = _guarded(subprocess.Popen._execute_child)
+subprocess.Popen._execute_child = _guarded_process(subprocess.Popen._execute_child)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-  """The test whose setup, call or teardown runs now (fixtures it makes included), for _guarded."""
+  """The test whose setup, call or teardown runs now (fixtures it makes included), for the
+  guards; tf.saved_model.save is guarded once TensorFlow is imported (not here: the controller
+  process of xdist imports no TensorFlow)."""
   del nextitem
+  saved_model = getattr(sys.modules.get("tensorflow"), "saved_model", None)
+  if saved_model is not None and not hasattr(saved_model.save, "guarded"):
+    saved_model.save = _guarded_save(saved_model.save)
   _RUNNING["item"] = item
   try:
     return (yield)

@@ -210,6 +210,7 @@ def _check_summary(words, article_words, vocab, min_words):
         vocab_lib.UNK_ID, vocab_lib.PAD_ID, vocab_lib.START_ID, vocab_lib.STOP_ID), word
 
 
+@pytest.mark.slow
 def test_bf16_decode_and_export_give_valid_summaries(bf16_run, tmp_path):
   hps, vocab, corpus, _ = bf16_run
   decode_hps = hps.replace(mode="decode", data_path=corpus["val"], single_pass=True,

@@ -25,6 +25,9 @@ from helpers import load_tool
 from helpers import run_main
 from helpers import settle
 
+# Each test here uses the module's export (a SavedModel: conftest.SLOW).
+pytestmark = pytest.mark.slow
+
 md = load_tool("make_datafiles")
 
 MAX_ENC_STEPS = 30

@@ -176,6 +176,7 @@ def test_a_run_trained_from_python_pairs_is_the_command_lines(demo_corpus, tmp_p
   assert scores == json.loads((run_dir / "eval" / "metrics-3.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_the_docstrings_examples_run(demo_corpus, tmp_path):
   """The Examples of api.py's docstrings, in the order a user takes them: fit, load,
   summarize, evaluate, export."""
@@ -196,6 +197,7 @@ def test_the_docstrings_examples_run(demo_corpus, tmp_path):
   assert os.path.isfile(os.path.join(namespace["export_dir"], "2", "saved_model.pb"))
 
 
+@pytest.mark.slow
 def test_the_python_docs_examples_run_from_a_fresh_directory(tmp_path, monkeypatch, capsys):
   """docs/python.md's code blocks, in order, in one namespace, in an empty working directory:
   the built-in demo corpus is all they need (no ../shared)."""

@@ -1,16 +1,17 @@
-"""The quick tier (`-m "not slow"`) starts no process: conftest fails a test that starts one
-without the slow marker, naming the test and the program."""
+"""The quick tier (`-m "not slow"`) starts no process and writes no SavedModel: conftest fails a
+test that does either without the slow marker, naming the test and what it did."""
 
 import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
 import conftest
 
 
 def test_a_process_started_by_a_test_without_the_marker_fails_it_naming_both(request):
-  with pytest.raises(conftest.ProcessInQuickTest,
+  with pytest.raises(conftest.SlowInQuickTest,
                      match=r"test_quick_tier\.py::test_a_process_started_by_a_test_without_the_"
                            r"marker_fails_it_naming_both starts a process \(\S*python\S* -c\) but is "
                            r"not marked @pytest\.mark\.slow"):
@@ -20,6 +21,13 @@ def test_a_process_started_by_a_test_without_the_marker_fails_it_naming_both(req
 
 def test_the_standard_librarys_own_uname_is_no_tests_process():
   assert subprocess.run(["uname", "-p"], capture_output=True, check=True).returncode == 0
+
+
+def test_a_savedmodel_written_by_a_test_without_the_marker_fails_it(tmp_path):
+  with pytest.raises(conftest.SlowInQuickTest, match=r"test_a_savedmodel_written_by_a_test_without_"
+                     r"the_marker_fails_it writes a SavedModel but is not marked @pytest\.mark\.slow"):
+    tf.saved_model.save(tf.Module(), str(tmp_path / "saved"))
+  assert not (tmp_path / "saved").exists()
 
 
 @pytest.mark.slow

@@ -115,6 +115,7 @@ def test_written_puts_no_space_beside_cjk_tokens():
       "中文".encode(), b"", "a 中文 b".encode()]
 
 
+@pytest.mark.slow
 def test_written_runs_from_a_saved_model_under_the_session_loader(tmp_path):
   """text.written is graph ops: a SavedModel of it gives the same under tf.saved_model.load and
   TF's session loader (as TF Serving and saved_model_cli run an export)."""

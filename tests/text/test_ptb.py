@@ -259,6 +259,7 @@ def test_ngram_figures_keep_ptb_words_and_fix_each_reference_sentence():
   assert stats["reference"]["novel_ngrams_pct"]["2"] == pytest.approx(100 * 3 / 6)
 
 
+@pytest.mark.slow
 def test_export_sees_the_pipelines_tokens(ptb_oracle, tmp_path):
   """The SavedModel tokenises raw articles in its graph exactly as the original pipeline did,
   truncated to max_enc_steps (an untrained model: only the article's tokens matter here)."""
