@@ -5,8 +5,9 @@ run decodes with the declared defaults, as before."""
 
 import glob
 import json
-import os
+import re
 import shutil
+import textwrap
 
 import pytest
 
@@ -19,6 +20,7 @@ from pointer_gen.inference import export
 from pointer_gen.search import decoding_defaults
 import pointer_gen
 
+from helpers import REPO
 from helpers import run_entry_point
 from helpers import run_main
 from helpers import settle
@@ -290,3 +292,27 @@ def test_a_resumed_training_records_its_settings_over_those_stored(
   assert warning.endswith("have min_dec_steps=35 over max_dec_steps=10 (min_dec_steps the "
                           "declared default): decoding needs --min_dec_steps given, or stored "
                           "with --save_decoding_defaults")
+
+
+def test_the_readmes_python_example_summarizes_as_decode_does(trained, demo_corpus, tmp_path,
+                                                             monkeypatch, capsys):
+  """The README's "From Python" block, run where `runs/demo` is a trained run: it prints the
+  summary a decode without settings (the run's decoding defaults) gives its article, a sentence
+  of a demo validation article."""
+  readme = (REPO / "README.md").read_text(encoding="utf-8")
+  [block] = re.findall(r"## From Python\n\n((?:    .*\n)+)", readme)
+  shutil.copytree(trained, tmp_path / "runs" / "demo",
+                  ignore=shutil.ignore_patterns("trainer.lock"))
+  monkeypatch.chdir(tmp_path)
+  namespace = {}
+  exec(compile(textwrap.dedent(block), "README.md", "exec"), namespace)  # pylint: disable=exec-used
+  printed = capsys.readouterr().out.splitlines()[-1]
+  article = namespace["article"]
+  records = bin_format.BIN.read(sorted(glob.glob(demo_corpus["val"]))[0], skips_lib.SkipCounter())
+  assert article in {record.article.split(" . ")[0] + " ." for record in records}
+  data = tmp_path / "article.jsonl"
+  data.write_text(json.dumps({"article": article, "abstract": "."}) + "\n", encoding="utf-8")
+  _decode(capsys, tmp_path / "runs" / "demo", data, "--decode_dir=readme")
+  decoded = (tmp_path / "runs" / "demo" / "readme" / "decoded" / "000000_decoded.txt").read_text(
+      encoding="utf-8").split()
+  assert printed.split() == decoded
