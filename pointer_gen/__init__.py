@@ -5,7 +5,8 @@ The code map: the package's folders are its layers, from the base up, and each f
 training / search -> inference: a module imports only from its own layer and the layers listed
 before it, and no two modules import each other, even through others (data never imports the
 model, the model never training; nothing but the entry layer imports config).
-tests/test_code_map.py reads every import and fails on one that goes up the map or closes a loop.
+tests/project/test_code_map.py reads every import and fails on one that goes up the map or closes a
+loop.
 
   base        errors, settings, atomic files, stopping, the process's TensorFlow settings,
               precision, distribution, TensorBoard logs, the trainer's lock, checkpoints, loop

@@ -91,6 +91,8 @@ def pytest_xdist_make_scheduler(config, log):
 # slow tests selected beside it while other tests run.
 SLOW = "slow"
 _RUNNING = {"item": None}
+# Not a test's process: the standard library's platform module runs `uname -p` on first use.
+_NOT_TESTS_PROCESSES = frozenset({"uname"})
 
 
 class ProcessInQuickTest(Exception):
@@ -100,16 +102,19 @@ class ProcessInQuickTest(Exception):
 def _guarded(execute_child):
   def execute(self, args, *rest, **kwargs):
     item = _RUNNING["item"]
+    argv = [args] if isinstance(args, (str, bytes)) else list(args)
     if (item is not None and item.get_closest_marker(SLOW) is None
-        and threading.current_thread() is threading.main_thread()):
-      program = args if isinstance(args, (str, bytes)) else " ".join(map(str, args[:2]))
+        and threading.current_thread() is threading.main_thread()
+        and os.path.basename(os.fsdecode(argv[0])) not in _NOT_TESTS_PROCESSES):
+      program = " ".join(map(str, argv[:2]))
       raise ProcessInQuickTest(f"{item.nodeid} starts a process ({program}) but is not marked "
                                f"@pytest.mark.{SLOW}")
     return execute_child(self, args, *rest, **kwargs)
   return execute
 
 
-subprocess.Popen._execute_child = _guarded(subprocess.Popen._execute_child)  # pylint: disable=protected-access
+# pylint: disable-next=protected-access
+subprocess.Popen._execute_child = _guarded(subprocess.Popen._execute_child)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -226,7 +231,7 @@ def tf1_references(tmp_path_factory):
   """{file name without .py: (its directory, the arrays of its reference.npz)} of each of
   TF1_REFERENCE_FILES, written once in one process (helpers.run_tf1_references). Read only: a
   test may add files of its own names there. Its users run on one worker (worker_unit)."""
-  return run_tf1_references([REPO / "tests" / name for name in TF1_REFERENCE_FILES],
+  return run_tf1_references([next((REPO / "tests").rglob(name)) for name in TF1_REFERENCE_FILES],
                             tmp_path_factory.mktemp("tf1"))
 
 

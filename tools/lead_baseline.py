@@ -5,8 +5,8 @@ reference length in characters, scored as single-pass decode scores a model's su
       --tokenizer=cjk --lowercase --rouge_tokenizer=cjk
 
 The lead and the reference are tokenised as decode tokenises a reference (--tokenizer,
---lowercase: the run's), then scored by pointer_gen.inference.metrics.rouge with --rouge_tokenizer, the
-same bootstrap intervals included. For text written without spaces, where a lead of N words
+--lowercase: the run's), then scored by pointer_gen.inference.metrics.rouge with --rouge_tokenizer,
+the same bootstrap intervals included. For text written without spaces, where a lead of N words
 would be a lead of N characters anyway and a title is short, N characters is the baseline that
 the papers' "lead" means (docs/decoding.md#text-written-without-spaces gives its figures).
 """

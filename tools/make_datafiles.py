@@ -9,9 +9,9 @@ r"""Makes the original's CNN/DailyMail `finished_files` from the raw stories or 
 Writes `train.bin`, `val.bin`, `test.bin`, `chunked/<split>_NNN.bin` (--chunk_size records each)
 and `vocab` (the train split's --max_size most frequent tokens, `word count` lines) into
 --out_dir, laid out as the original's make_datafiles.py wrote them, with the text tokenised by
-`pointer_gen.text.tokenizers.tokenize` (--tokenizer=ptb reproduces the original's CoreNLP step) instead of
-Java. A story's `.story` file is named by the sha1 hex digest of its url, as in the url lists
-all_train.txt, all_val.txt and all_test.txt (all three needed); the file is looked for in each
+`pointer_gen.text.tokenizers.tokenize` (--tokenizer=ptb reproduces the original's CoreNLP step)
+instead of Java. A story's `.story` file is named by the sha1 hex digest of its url, as in the url
+lists all_train.txt, all_val.txt and all_test.txt (all three needed); the file is looked for in each
 --stories_dir in turn. A JSONL record is taken as the story it would be: its article's lines,
 then each summary sentence (each line of a newline-separated summary string, such as Hugging
 Face CNN/DM's `highlights`, read without --abstract_key) as a highlight.

@@ -13,6 +13,7 @@ registry.IMPLEMENTATIONS. The layer (layers.BahdanauCoverageAttention) holds the
 calls an implementation; adding one: docs/extending.md.
 """
 
+from pointer_gen.attention.interface import Memory
 from pointer_gen.attention.registry import AUTO
 from pointer_gen.attention.registry import auto
 from pointer_gen.attention.registry import check

@@ -11,7 +11,7 @@ the memory, where the time goes:
   context(attn, memory, rows=1) -> sum_i a_i h_i [B, D], attn [B, L] in the states' dtype
 
 The step reads the weights the paper's equations have; a formula with another weight
-(eager.py) leaves these behind, and tests/test_attention_implementations.py says so.
+(eager.py) leaves these behind, and tests/attention/test_attention_implementations.py says so.
 """
 
 import tensorflow as tf
@@ -28,13 +28,13 @@ class ScoresAndContext(interface.Implementation):
     v = tf.convert_to_tensor(layer.v)  # [U]
     coverage_args = ((coverage, tf.convert_to_tensor(layer.w_c))
                      if layer.use_coverage and coverage is not None else ())
-    scores = self.scores(memory["features"], query_features, v, *coverage_args,
+    scores = self.scores(memory.features, query_features, v, *coverage_args,
                          rows=rows)  # [B, L]
     # As the original: softmax over every position, zero the padding, renormalise; float32.
     attn = (tf.nn.softmax(tf.cast(scores, OUTPUT_DTYPE))
-            * tf.cast(memory["mask"], OUTPUT_DTYPE))  # [B, L]
+            * tf.cast(memory.mask, OUTPUT_DTYPE))  # [B, L]
     attn /= tf.reduce_sum(attn, axis=1, keepdims=True)  # [B, L]
-    context = self.context(tf.cast(attn, memory["states"].dtype), memory, rows)  # [B, D]
+    context = self.context(tf.cast(attn, memory.states.dtype), memory, rows)  # [B, D]
     return context, attn
 
   def scores(self, features, query_features, v, coverage=None, w_c=None, rows=1):

@@ -5,8 +5,10 @@ one matmul after the loop (LateStatesGradient) instead of a product and a runnin
 [B, L, D] at every step.
 
 Each kernel stands for a plain formula, named in its docstring: attention.Eager's, to which
-tests/test_attention_implementations.py holds them.
+tests/attention/test_attention_implementations.py holds them.
 """
+
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
@@ -26,10 +28,10 @@ class HandGradient(fast.ScoresAndContext):
 
   def context(self, attn, memory, rows=1):
     del rows  # the memory per row
-    if "context_tap" in memory:  # training's loop (LateStatesGradient)
-      return (attention_context_late_states_gradient(attn, memory["states"])
-              + memory["context_tap"])  # [B, D]
-    return attention_context(attn, memory["states"])  # [B, D]
+    if isinstance(memory.own, ContextTap):  # training's loop (LateStatesGradient)
+      return (attention_context_late_states_gradient(attn, memory.states)
+              + memory.own.tap)  # [B, D]
+    return attention_context(attn, memory.states)  # [B, D]
 
   def teacher_forcing(self, memory, steps):
     return LateStatesGradient(memory, steps)
@@ -41,14 +43,20 @@ class HandGradientXla(HandGradient):
   uses_xla = True
 
 
+class ContextTap(NamedTuple):
+  """This implementation's own memory (interface.Memory.own) in training's loop: zeros [B, D]
+  added to the step's context, whose gradient is the context's."""
+  tap: Any
+
+
 class LateStatesGradient(interface.TeacherForcing):
-  """Training's loop: zeros added to every step's context (its "context_tap") take the
+  """Training's loop: zeros added to every step's context (its ContextTap) take the
   contexts' gradient, from which the states' gradient through all the contexts is one matmul
   after the loop (context_states_gradient, given every step's attention by `after`)."""
 
   def __init__(self, memory, steps):
     super().__init__(memory)
-    states = memory["states"]  # [B, L, D]
+    states = memory.states  # [B, L, D]
     self._late = loop_gradients.LateGradient(context_states_gradient)
     taps = self._late.attach(
         tf.zeros([steps, tf.shape(states)[0], tf.shape(states)[2]], states.dtype),
@@ -57,10 +65,10 @@ class LateStatesGradient(interface.TeacherForcing):
     self._taps = tf.TensorArray(states.dtype, size=steps).unstack(taps)
 
   def at(self, step):
-    return {**self.memory, "context_tap": self._taps.read(step)}
+    return self.memory._replace(own=ContextTap(self._taps.read(step)))
 
   def after(self, attn):
-    self._late.set_inputs(tf.cast(attn, self.memory["states"].dtype))  # [B, T, L]
+    self._late.set_inputs(tf.cast(attn, self.memory.states.dtype))  # [B, T, L]
 
 
 def attention_scores(memory_features, query_features, v, coverage=None, w_c=None,

@@ -2,8 +2,8 @@
 `auto` runs in each context, and the older flags that spell a choice in one context.
 
 An implementation is an interface.Implementation in its own module; registering it is its line
-in IMPLEMENTATIONS. The flag's choices, its help and tests/test_attention_implementations.py
-take it from there.
+in IMPLEMENTATIONS. The flag's choices, its help and
+tests/attention/test_attention_implementations.py take it from there.
 """
 
 from pointer_gen.attention import eager
@@ -106,7 +106,7 @@ def implementation_help():
   table = ", ".join(f"{name} for {CONTEXTS[context]}" for context, name in DEFAULTS.items())
   spelled = " and ".join(spelling_help(flag) for flag in SPELLINGS)
   return ("How the attention is computed, in every mode; each gives the same numbers to float32 "
-          f"rounding (tests/test_attention_implementations.py). {described}. {AUTO}: the "
+          f"rounding (tests/attention/test_attention_implementations.py). {described}. {AUTO}: the "
           f"fastest in each context: {table}; {spelled}. An explicit value applies everywhere; "
           + ", ".join(f"--[no]{flag}" for flag in SPELLINGS)
           + " given with it must agree with it (XLA or not).")

@@ -7,9 +7,6 @@ import tensorflow as tf
 
 from pointer_gen.attention import fast
 
-# The memory an article's rows share; the mask is per row (each row's attention is masked).
-SHARED_MEMORY = ("states", "features")
-
 
 class Shared(fast.ScoresAndContext):
   """Decoding only (no gradient): each article's memory read once by its rows, TensorFlow's
@@ -17,8 +14,10 @@ class Shared(fast.ScoresAndContext):
 
   differentiable = False
 
-  def rows_kept(self, name, rows):
-    return 1 if name in SHARED_MEMORY else rows
+  def rows_kept(self, rows):
+    # An article's states and features shared by its rows; the mask per row (each row's
+    # attention is masked).
+    return super().rows_kept(rows)._replace(states=1, features=1)
 
   def scores(self, features, query_features, v, coverage=None, w_c=None, rows=1):
     extra = () if coverage is None else (coverage, w_c)
@@ -26,7 +25,7 @@ class Shared(fast.ScoresAndContext):
 
   def context(self, attn, memory, rows=1):
     # The context as one batched matmul over the article's states, for all its rows.
-    return fast.weighted_states(attn, memory["states"], rows)  # [B, D]
+    return fast.weighted_states(attn, memory.states, rows)  # [B, D]
 
 
 # The activations one pass of shared_attention_scores' loop makes, at most (but at least one

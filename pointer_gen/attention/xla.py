@@ -15,7 +15,7 @@ class Xla(shared.Shared):
   uses_xla = True
 
   def memory(self, memory):
-    return {**memory, "features": transpose_features(memory["features"])}  # [N, U, L]
+    return memory._replace(features=transpose_features(memory.features))  # [N, U, L]
 
   def scores(self, features, query_features, v, coverage=None, w_c=None, rows=1):
     extra = () if coverage is None else (coverage, w_c)

@@ -186,8 +186,8 @@ class BahdanauCoverageAttention(keras.layers.Layer):
     return self.memory_layer(encoder_states)
 
   def call(self, query, memory, coverage=None, implementation=None, rows=1):
-    """query [B, 2H] = [c; h]; memory {"states", "features", "mask"} as `implementation`
-    laid it out and keeps it (attention/interface.py; its rows per article `rows`); coverage
+    """query [B, 2H] = [c; h]; memory an attention.Memory as `implementation` laid it out
+    and keeps it (attention/interface.py; its rows per article `rows`); coverage
     [B, L]. implementation: an attention implementation, by default auto's for a search
     (attention.DEFAULT_SEARCH).
 

@@ -32,12 +32,12 @@ def _generated_probs(outputs, target, vocab_size):
   """P_vocab(target_t) where the target is in the fixed vocabulary, else 0: [B, T]."""
   in_vocab = target < vocab_size  # [B, T]
   vocab_ids = tf.where(in_vocab, target, tf.zeros_like(target))  # [B, T]
-  if "vocab_logits" in outputs:
-    probs = tf.nn.softmax(outputs["vocab_logits"])  # [B, T, V]
+  if outputs.vocab_logits is not None:
+    probs = tf.nn.softmax(outputs.vocab_logits)  # [B, T, V]
     generated = tf.gather(probs, vocab_ids, batch_dims=2)  # [B, T]
   else:
-    positions = outputs["real_positions"]  # [R, 2]
-    real = softmax_at(outputs["real_vocab_logits"], tf.gather_nd(vocab_ids, positions))  # [R]
+    positions = outputs.real_positions  # [R, 2]
+    real = softmax_at(outputs.real_vocab_logits, tf.gather_nd(vocab_ids, positions))  # [R]
     generated = tf.scatter_nd(positions, real, tf.shape(target))  # [B, T], 0 on padding
   return generated * tf.cast(in_vocab, generated.dtype)
 
@@ -45,13 +45,13 @@ def _generated_probs(outputs, target, vocab_size):
 def gold_parts(outputs, target, enc_input_ext, vocab_size):
   """P(target_t)'s two parts without materialising the [B, T, V + N] distribution: the
   vocabulary part p_gen * P_vocab[w] (w < V) and the copy part (1 - p_gen) * sum of attention
-  on w (None without copying). Returns [B, T] each."""
+  on w (None without copying). outputs: the model's Outputs. Returns [B, T] each."""
   generated = _generated_probs(outputs, target, vocab_size)  # [B, T]
-  if "p_gen" not in outputs:
+  if outputs.p_gen is None:
     return generated, None
-  p_gen = outputs["p_gen"]  # [B, T]
+  p_gen = outputs.p_gen  # [B, T]
   on_target = tf.equal(enc_input_ext[:, None, :], target[:, :, None])  # [B, T, L]
-  copied = tf.reduce_sum(outputs["attn"] * tf.cast(on_target, generated.dtype), axis=2)  # [B, T]
+  copied = tf.reduce_sum(outputs.attn * tf.cast(on_target, generated.dtype), axis=2)  # [B, T]
   return p_gen * generated, (1.0 - p_gen) * copied
 
 
@@ -92,7 +92,7 @@ def compute_losses(outputs, batch, vocab_size, coverage):
       "tokens": tf.reduce_sum(mask, axis=1),  # [B]
   }
   if coverage:
-    result["coverage_loss"] = mask_and_average(coverage_loss_per_step(outputs["attn"]),
+    result["coverage_loss"] = mask_and_average(coverage_loss_per_step(outputs.attn),
                                                batch["dec_len"])  # [B]
   return result
 

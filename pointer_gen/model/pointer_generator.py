@@ -1,5 +1,7 @@
 """The pointer-generator model: embedding, encoder, reduce-states and the decoder loop."""
 
+from typing import Any, NamedTuple
+
 import keras
 import tensorflow as tf
 
@@ -7,6 +9,18 @@ from pointer_gen import attention
 from pointer_gen.base import precision
 from pointer_gen.model import layers
 from pointer_gen.model import model_config
+
+
+class Outputs(NamedTuple):
+  """The teacher-forced pass's outputs (PointerGenerator.call), float32 in every precision (the
+  losses are computed in float32); B articles, T steps, L positions, V the vocabulary. The
+  vocabulary logits come either for every step or for the R real steps alone (real_steps_only);
+  the fields a pass does not make are None."""
+  attn: Any  # [B, T, L]
+  vocab_logits: Any = None  # [B, T, V], without real_steps_only
+  real_positions: Any = None  # [R, 2] int32: (article, step) of each real step
+  real_vocab_logits: Any = None  # [R, V]: the real steps' logits, in real_positions' order
+  p_gen: Any = None  # [B, T] with copying (pointer_gen), else None
 
 
 @keras.saving.register_keras_serializable("pointer_gen")
@@ -71,18 +85,16 @@ class PointerGenerator(model_config.Configured, keras.Model):
   def call(self, batch, real_steps_only=False, for_xla=False, implementation=None):
     """Teacher forcing over `dec_input`; the vocabulary projection runs once, after the loop.
 
-    Returns vocab_logits [B, T, V], attn [B, T, L], p_gen [B, T] (pointer mode), all float32
-    in every precision (the losses are computed in float32). With
-    real_steps_only, the projection (the costliest part of training) skips the padding steps:
-    real_positions [R, 2] (batch, step) of the R real steps and real_vocab_logits [R, V]
-    replace vocab_logits. for_xla bounds the loops, as XLA requires (it slows the plain graph).
-    implementation: the attention implementation of every step, by default auto's for
-    training (attention.auto("train")): this teacher-forced pass is trained and evaluated,
-    never exported.
+    Returns the Outputs: vocab_logits, attn and p_gen (pointer mode). With real_steps_only, the
+    projection (the costliest part of training) skips the padding steps: real_positions and
+    real_vocab_logits replace vocab_logits. for_xla bounds the loops, as XLA requires (it slows
+    the plain graph). implementation: the attention implementation of every step, by default
+    auto's for training (attention.auto("train")): this teacher-forced pass is trained and
+    evaluated, never exported.
     """
     implementation = implementation or attention.auto("train")
     states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"], for_xla)
-    memory = implementation.memory({"states": states, "features": features, "mask": mask})
+    memory = implementation.memory(attention.Memory(states, features, mask))
     embedded = self.embedding(batch["dec_input"])  # [B, T, E]
     steps = tf.shape(embedded)[1]
     # A TensorArray, not indexing: see Encoder.call.
@@ -112,15 +124,17 @@ class PointerGenerator(model_config.Configured, keras.Model):
         maximum_iterations=steps if for_xla else None)
     outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])  # [B, T, H]
     contexts = tf.transpose(contexts_ta.stack(), [1, 0, 2])  # [B, T, 2H]
-    result = {"attn": tf.transpose(attn_ta.stack(), [1, 0, 2])}  # [B, T, L]
-    teacher_forcing.after(result["attn"])
+    result = Outputs(attn=tf.transpose(attn_ta.stack(), [1, 0, 2]))  # [B, T, L]
+    teacher_forcing.after(result.attn)
     if real_steps_only:
       positions = tf.where(tf.sequence_mask(batch["dec_len"], steps))  # [R, 2]
-      result["real_positions"] = tf.cast(positions, tf.int32)
-      result["real_vocab_logits"] = self.cell.vocab_logits(
-          tf.gather_nd(outputs, positions), tf.gather_nd(contexts, positions))  # [R, V]
+      result = result._replace(
+          real_positions=tf.cast(positions, tf.int32),
+          real_vocab_logits=self.cell.vocab_logits(
+              tf.gather_nd(outputs, positions), tf.gather_nd(contexts, positions)))  # [R, V]
     else:
-      result["vocab_logits"] = self.cell.vocab_logits(outputs, contexts)  # [B, T, V]
+      result = result._replace(
+          vocab_logits=self.cell.vocab_logits(outputs, contexts))  # [B, T, V]
     if self.pointer_gen:
-      result["p_gen"] = tf.transpose(p_gen_ta.stack())  # [B, T]
+      result = result._replace(p_gen=tf.transpose(p_gen_ta.stack()))  # [B, T]
     return result

@@ -21,11 +21,9 @@ import operator
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import attention as attention_lib
 from pointer_gen.search import contract
 from pointer_gen.text import vocab as vocab_lib
-
-# The slots' memory (contract.py's): the attention's, the extended ids and their copy_index.
-MEMORY = ("states", "features", "mask", "ext_ids", "copy_segment", "article_ids")
 
 
 class SlotDecoder:
@@ -49,15 +47,16 @@ class SlotDecoder:
     # share); laid out as the attention reads it. An empty slot's mask is all ones so that its
     # (discarded) attention stays finite.
     attention = self.strategy.attention.steps
-    self._copies = {name: attention.rows_kept(name, k) for name in MEMORY}
-    zeros = lambda name, *shape, dtype=tf.int32: tf.zeros(
-        [num_slots * self._copies[name], max_enc_steps, *shape], dtype)  # [S*C, W, ...]
-    memory = attention.memory({"states": zeros("states", 2 * hidden, dtype=dtype),
-                               "features": zeros("features", units, dtype=dtype),
-                               "mask": tf.ones_like(zeros("mask", dtype=dtype))})
-    # The extended ids and their search.copy_index, made when an article is encoded.
-    memory.update({name: zeros(name) for name in ("ext_ids", "copy_segment", "article_ids")})
-    self.memory = {name: tf.Variable(memory[name], trainable=False) for name in MEMORY}
+    self._copies = attention.rows_kept(k)
+    zeros = lambda copies, *shape, dtype=tf.int32: tf.zeros(
+        [num_slots * copies, max_enc_steps, *shape], dtype)  # [S*C, W, ...]
+    copies = self._copies
+    memory = attention.memory(attention_lib.Memory(
+        zeros(copies.states, 2 * hidden, dtype=dtype), zeros(copies.features, units, dtype=dtype),
+        tf.ones_like(zeros(copies.mask, dtype=dtype)),
+        # The extended ids and their search.copy_index, made when an article is encoded.
+        zeros(copies.ext_ids), zeros(copies.copy_segment), zeros(copies.article_ids)))
+    self.memory = tf.nest.map_structure(lambda t: tf.Variable(t, trainable=False), memory)
     # The decoder state as the model's cell says it is; the parts that span the memory's
     # positions are padded to max_enc_steps when an article is encoded.
     self._spans_memory = tuple(spec.shape[1] is None for spec in model.cell.state_spec())
@@ -65,14 +64,14 @@ class SlotDecoder:
                   for spec in model.cell.state_spec(max_enc_steps))
     # Empty slots stand at max_dec_steps: ended searches, which `advance` leaves alone.
     self._empty = self.strategy.initial(
-        state, {name: tf.convert_to_tensor(v) for name, v in self.memory.items()},
+        state, tf.nest.map_structure(tf.convert_to_tensor, self.memory),
         step=settings.max_dec_steps)
     search_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, self._empty)
     ids = tf.TensorSpec([None, None], tf.int32)
     self._encode = tf.function(self._encode_articles, autograph=False, input_signature=[
         ids, tf.TensorSpec([None], tf.int32), ids])
     rows_of = lambda t: tf.TensorSpec([None] + t.shape[1:].as_list(), t.dtype)  # [A, ...]
-    encoded_spec = ({name: rows_of(v) for name, v in self.memory.items()},
+    encoded_spec = (tf.nest.map_structure(rows_of, self.memory),
                     tuple(rows_of(s) for s in state))
     self._admit = tf.function(self._admit_articles, autograph=False, input_signature=[
         search_spec, tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32),
@@ -87,21 +86,22 @@ class SlotDecoder:
   def _encode_articles(self, enc_input, enc_len, enc_input_ext):
     """Memory and step-0 decoder state of A articles (enc_input, enc_input_ext [A, L],
     L <= max_enc_steps; enc_len [A]), padded to max_enc_steps positions: ([A, max_enc_steps,
-    ...] dict, [A, ...] tuple). One encoder pass for many articles, as a padded batch."""
+    ...] attention.Memory, [A, ...] tuple). One encoder pass for many articles, as a padded
+    batch."""
     memory, state = contract.encode(self.model, enc_input, enc_len, self.settings,
                                       self.strategy.attention)
-    memory["ext_ids"] = enc_input_ext
     pad = self.width - tf.shape(enc_input)[1]
 
     def padded(value):  # [A, L, ...] -> [A, max_enc_steps, ...]; padding is masked (mask 0)
       padding = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(value) - 2, 2], tf.int32)], 0)
       return tf.pad(value, padding)
 
-    memory = self.strategy.attention.steps.memory(
-        {name: padded(value) for name, value in memory.items()})
+    memory = self.strategy.attention.steps.memory(memory._replace(
+        states=padded(memory.states), features=padded(memory.features),
+        mask=padded(memory.mask)))
     # Of the padded ids, as the attention spans max_enc_steps positions (those past an
     # article's end, id 0, get no attention).
-    memory.update(contract.copy_index(memory["ext_ids"]))
+    memory = contract.with_copy_index(memory, padded(enc_input_ext))
     return memory, tuple(padded(part) if spans else part
                          for part, spans in zip(state, self._spans_memory))
 
@@ -114,9 +114,10 @@ class SlotDecoder:
     rows_of = lambda copies: tf.reshape(slots[:, None] * copies + tf.range(copies)[None, :],
                                         [-1, 1])  # [A*copies, 1]: the slots' rows
     rows = rows_of(k)  # [A*K, 1]
-    for name, variable in self.memory.items():
-      variable.scatter_nd_update(rows_of(self._copies[name]),
-                                 memory[name])  # [A*C, max_enc_steps, ...]
+    tf.nest.map_structure(
+        lambda variable, copies, value: variable.scatter_nd_update(
+            rows_of(copies), value),  # [A*C, max_enc_steps, ...]
+        self.memory, self._copies, memory)
     started = self.strategy.initial(state, memory)
     return contract.map_state(
         lambda old, new: tf.tensor_scatter_nd_update(old, slots[:, None], new),  # [S, ...]
@@ -126,7 +127,7 @@ class SlotDecoder:
   def _run_in_slots(self, search, max_oovs):
     # Read here, not passed in: a tensor of a variable's value held outside would make the next
     # in-place update copy the whole variable.
-    memory = {name: tf.convert_to_tensor(v) for name, v in self.memory.items()}
+    memory = tf.nest.map_structure(tf.convert_to_tensor, self.memory)
     return self._run_until_one_ends(search, memory, max_oovs)
 
   def _run_until_one_ends(self, search, memory, max_oovs):
@@ -227,8 +228,8 @@ class SlotDecoder:
     rows_of = lambda copies: (np.array(slots, np.int32)[:, None] * copies
                               + np.arange(copies, dtype=np.int32)).reshape(-1)  # [n*copies]
     rows = rows_of(self.strategy.rows)  # [n*K]
-    memory = {name: tf.gather(value, rows_of(self._copies[name]))
-              for name, value in memory.items()}  # [n*C, ...]
+    memory = tf.nest.map_structure(lambda value, copies: tf.gather(value, rows_of(copies)),
+                                   memory, self._copies)  # [n*C, ...]
     search = contract.map_state(lambda value: tf.gather(value, slots),  # [n, ...]
                                   lambda value: tf.gather(value, rows), search)  # [n*K, ...]
     return search, memory

@@ -37,11 +37,11 @@ several a nested `NBest`; `map` turns every tensor of it into another (numpy, on
 row) and keeps the type.
 
 The attention's implementation lays out and keeps the memory (the strategy's `attention`, an
-attention.SearchAttention, its `steps`): the memory is a dict: "states" and "features" (the
-encoder's states and W_h features, [N*K, L, 2H], laid out by the implementation's `memory`),
-"mask" [N*K, L], "ext_ids" (the extended ids) and their copy_index ("copy_segment",
-"article_ids") [N*K, L]; each article's K rows side by side, an entry of which the
-implementation keeps fewer copies (its rows_kept: 1, shared by the article's rows) [N, ...].
+attention.SearchAttention, its `steps`): the memory is an attention.Memory: the encoder's
+states and W_h features ([N*K, L, 2H], laid out by the implementation's `memory`), the mask
+[N*K, L], the extended ids and their copy_index [N*K, L]; each article's K rows side by side, a
+field of which the implementation keeps fewer copies (its rows_kept: 1, shared by the article's
+rows) [N, ...].
 """
 
 import abc
@@ -217,15 +217,13 @@ class Strategy(abc.ABC):
     """Encodes N articles (enc_input, enc_input_ext [N, L] int32, enc_len [N]) and sets up their
     searches at step 0: (memory, State)."""
     memory, decoder_state = encode(model, enc_input, enc_len, self.settings, self.attention)
-    memory = self.attention.steps.memory(memory)
-    memory["ext_ids"] = enc_input_ext
-    memory.update(copy_index(enc_input_ext))
+    memory = with_copy_index(self.attention.steps.memory(memory), enc_input_ext)
     memory, decoder_state = tile_rows(memory, decoder_state, self.rows, self.attention.steps)
     return memory, self.initial(decoder_state, memory)
 
   def articles_and_length(self, memory):
     """(N, L) of the rows' `memory`: its articles and the width of their memory."""
-    rows = tf.shape(memory["mask"])
+    rows = tf.shape(memory.mask)
     return rows[0] // self.rows, rows[1]
 
   def search(self, model, enc_input, enc_len, enc_input_ext, max_oovs):
@@ -255,7 +253,7 @@ class Strategy(abc.ABC):
     controls.base.View of the rows)."""
     dist = tf.nn.softmax(vocab_logits)  # [M, V]
     if p_gen is not None:
-      dist = layers.final_distribution(dist, attn, p_gen, memory["ext_ids"],
+      dist = layers.final_distribution(dist, attn, p_gen, memory.ext_ids,
                                        max_oovs)  # [M, V + max_oovs]
     for control in self.settings.controls:
       dist = control.apply(dist, view)
@@ -306,7 +304,7 @@ def encode(model, enc_input, enc_len, settings, attention=None):
   attention by `attention`'s first_step, an attention.SearchAttention)."""
   attention = attention or attention_lib.DEFAULT_SEARCH
   states, features, mask, state = model.encode(enc_input, enc_len)
-  memory = {"states": states, "features": features, "mask": mask}
+  memory = attention_lib.Memory(states, features, mask)
   state = initial_decoder_state(model, state, memory, settings.first_step_context,
                                 attention.first_step)
   return memory, state
@@ -316,19 +314,22 @@ def tile_rows(memory, state, rows, implementation):
   """Memory and decoder state of N articles repeated for their `rows` rows: [N, ...] ->
   [N*rows, ...], every article's rows side by side; a memory entry of which the attention's
   `implementation` keeps one copy an article (rows_kept) stays [N, ...]."""
-  def kept(name, t):  # [N, ...] -> [N*copies, ...]; one copy is the tensor itself
-    copies = implementation.rows_kept(name, rows)
-    return t if copies == 1 else tf.repeat(t, copies, axis=0)
+  def kept(t, copies):  # [N, ...] -> [N*copies, ...]; one copy is the tensor itself
+    return t if t is None or copies == 1 else tf.repeat(t, copies, axis=0)
 
-  return ({name: kept(name, t) for name, t in memory.items()},
+  return (tf.nest.map_structure(kept, memory, implementation.rows_kept(rows)),
           tuple(tf.repeat(s, rows, axis=0) for s in state))
 
 
+class CopyIndex(NamedTuple):
+  """What the copy distribution of an article needs of its extended ids, made once per article
+  instead of at every step (copy_index)."""
+  copy_segment: Any  # [M, L] int32: for every position, the index of its id in article_ids
+  article_ids: Any  # [M, L] int32: the distinct ids in increasing order, -1 past the last
+
+
 def copy_index(ext_ids):
-  """What the copy distribution of an article needs of its extended ids [M, L], made once per
-  article instead of at every step: the distinct ids in increasing order ("article_ids" [M, L],
-  -1 past the last) and, for every position, the index of its id among them ("copy_segment"
-  [M, L])."""
+  """The CopyIndex of extended ids [M, L]."""
   rows, length = tf.shape(ext_ids)[0], tf.shape(ext_ids)[1]
   order = tf.argsort(ext_ids, axis=1, stable=True)  # [M, L]
   sorted_ids = tf.gather(ext_ids, order, batch_dims=1)  # [M, L]
@@ -341,4 +342,11 @@ def copy_index(ext_ids):
   is_run = tf.range(length)[None, :] <= run[:, -1:]  # [M, L]
   # The inverse permutation of `order` takes each run index back to its position.
   segment = tf.gather(run, tf.argsort(order, axis=1), batch_dims=1)  # [M, L]
-  return {"copy_segment": segment, "article_ids": tf.where(is_run, distinct, -1)}
+  return CopyIndex(copy_segment=segment, article_ids=tf.where(is_run, distinct, -1))
+
+
+def with_copy_index(memory, ext_ids):
+  """The attention.Memory `memory` with the extended ids [M, L] and their copy_index."""
+  index = copy_index(ext_ids)
+  return memory._replace(ext_ids=ext_ids, copy_segment=index.copy_segment,
+                         article_ids=index.article_ids)

@@ -87,7 +87,7 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
   vocab_logits [M, V], attn [M, L], p_gen [M] (None: no copying), index:
   search.copy_index(ext_ids) (or the search's memory, which holds it).
   """
-  article_ids = None if p_gen is None else index["article_ids"]  # [M, L]
+  article_ids = None if p_gen is None else index.article_ids  # [M, L]
   best_probs, best, article_vocab_probs = _vocabulary_terms(vocab_logits, k, article_ids)
   if p_gen is None:
     return best_probs, best
@@ -95,7 +95,7 @@ def top_of_final_distribution(vocab_logits, attn, p_gen, index, k):
   # The attention on each distinct article id, summed over its positions in article order
   # (no gather into id order first, which costs more than the sums).
   length = tf.shape(attn)[1]
-  segments = tf.reshape(index["copy_segment"] + tf.range(rows)[:, None] * length,
+  segments = tf.reshape(index.copy_segment + tf.range(rows)[:, None] * length,
                         [-1])  # [M*L]
   copied = tf.reshape(tf.math.unsorted_segment_sum(tf.reshape(attn, [-1]), segments,
                                                    rows * length),

@@ -124,7 +124,7 @@ class Sampling(greedy.GreedySearch):
   Options = SampleSettings
 
   def article_state(self, memory):
-    return article_keys(memory["ext_ids"], memory["mask"])  # [N]: one row an article
+    return article_keys(memory.ext_ids, memory.mask)  # [N]: one row an article
 
   def choose(self, vocab_logits, attn, p_gen, memory, state, max_oovs):
     probs, ids = self._candidates(vocab_logits, attn, p_gen, memory, state,

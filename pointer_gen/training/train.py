@@ -102,8 +102,8 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
     report["global_norm"] = global_norm
     report["finite"] = finite
     if hps.pointer_gen:
-      mask = tf.sequence_mask(batch["dec_len"], tf.shape(outputs["p_gen"])[1], tf.float32)
-      report["p_gen_mean"] = (_all_reduce_sum(tf.reduce_sum(outputs["p_gen"] * mask))
+      mask = tf.sequence_mask(batch["dec_len"], tf.shape(outputs.p_gen)[1], tf.float32)
+      report["p_gen_mean"] = (_all_reduce_sum(tf.reduce_sum(outputs.p_gen * mask))
                               / _all_reduce_sum(tf.reduce_sum(mask)))
     return report
 

@@ -1,4 +1,4 @@
-"""Run by tests/test_distribute.py in a fresh process: one clipped training step on a fixed
+"""Run by tests/base/test_distribute.py in a fresh process: one clipped training step on a fixed
 global batch with one device and with MirroredStrategy over two logical CPUs; prints the largest
 weight difference and the two losses and global norms as JSON."""
 

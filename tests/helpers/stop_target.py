@@ -1,4 +1,4 @@
-"""Run by tests/test_stopping.py in a fresh process (without TensorFlow, so it starts at once):
+"""Run by tests/base/test_stopping.py in a fresh process (without TensorFlow, so it starts at once):
 installs pointer_gen.base.stopping with a grace period of argv[2] seconds, prints `ready` and then
 
 - `loop`: checks `stopping.requested()` every 10 ms and prints `loop ended` when it is set;

@@ -10,6 +10,8 @@ import sys
 
 import tensorflow as tf
 
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 def main():
   out_dir, scripts = sys.argv[1], sys.argv[2:]
@@ -18,7 +20,8 @@ def main():
     name = os.path.splitext(os.path.basename(script))[0]
     os.makedirs(os.path.join(out_dir, name))
     sys.argv = [script, os.path.join(out_dir, name)]
-    sys.path[0] = os.path.dirname(os.path.abspath(script))  # as for `python script`
+    # As for `python script`, and tests/ for the `helpers` the test files import.
+    sys.path[0:1] = [os.path.dirname(os.path.abspath(script)), TESTS]
     runpy.run_path(script, run_name="__main__")
 
 

@@ -102,9 +102,9 @@ flags.DEFINE_boolean("ablation", False, "Also time the full-length step with eac
 flags.DEFINE_string("json_out", "benchmark.json", "Where to write the results.")
 flags.DEFINE_boolean("bf16", True, "Also time training and decoding with "
                      "--precision=mixed_bfloat16.")
-flags.DEFINE_boolean("tf1", True, "Also time the original's formulation (tools/dev/tf1_reference.py, "
-                     "a TF1 graph with coverage; needs tf-keras) on full-length and real batches, "
-                     "each in its own process.")
+flags.DEFINE_boolean("tf1", True, "Also time the original's formulation "
+                     "(tools/dev/tf1_reference.py, a TF1 graph with coverage; needs tf-keras) on "
+                     "full-length and real batches, each in its own process.")
 flags.DEFINE_boolean("tiny", False, "Tiny model and lengths everywhere: checks every code path "
                      "in seconds (a smoke run; the figures mean nothing).")
 flags.DEFINE_string("long_step_json", "", "Internal: time only the long step (max_enc_steps 800 "

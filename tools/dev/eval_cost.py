@@ -4,10 +4,10 @@ configuration.
     python tools/dev/eval_cost.py [--checkpoints=10] [--eval_samples=3] [--coverage] [--ckpt_path=...]
         [--tiny] [--json_out=eval_cost.json]
 
-Two evaluators (`--mode=eval` beside training, pointer_gen.training.evaluate), one with --eval_samples
-samples and one without, take turns on the same checkpoint: each turn is what eval does when a
-new checkpoint appears (load it, score one validation batch of 16, write TensorBoard, save a
-best model when the running average is a new low; with samples, decode them and write their
+Two evaluators (`--mode=eval` beside training, pointer_gen.training.evaluate), one with
+--eval_samples samples and one without, take turns on the same checkpoint: each turn is what eval
+does when a new checkpoint appears (load it, score one validation batch of 16, write TensorBoard,
+save a best model when the running average is a new low; with samples, decode them and write their
 text, pictures and figures). The first turn of each, which traces and compiles, is reported
 apart; then --checkpoints turns each: median, min and max seconds, the samples' cost (the
 difference of the medians) and its share of the paper's 60 s checkpoint interval, and the CPU.

@@ -21,8 +21,8 @@ end, which must be none (`temp_files_after_stops`).
 
 At the end training is resumed once more and stopped with SIGTERM, eval is stopped with SIGINT
 (each must exit 0 with no traceback within STOP_TIMEOUT_SECS; the seconds are reported), and
-eval/ is checked like train/. Then tests/test_fuzz.py runs with --fuzz_scale times its examples
-and the outcome counts are printed.
+eval/ is checked like train/. Then tests/formats/test_fuzz.py runs with --fuzz_scale times its
+examples and the outcome counts are printed.
 """
 
 import datetime
@@ -323,7 +323,7 @@ def _add(summary, checked):
 
 
 def fuzz_counts(workdir, scale, seed):
-  """Runs tests/test_fuzz.py with `scale` times its examples; returns its outcome counts."""
+  """Runs tests/formats/test_fuzz.py with `scale` times its examples; returns its outcome counts."""
   report = os.path.join(os.path.abspath(workdir), "fuzz_outcomes.json")
   env = {**os.environ, "POINTER_GEN_FUZZ_SCALE": str(scale), "POINTER_GEN_FUZZ_REPORT": report}
   result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

@@ -28,9 +28,9 @@ weights every article runs all the steps). It reports seconds per article (media
 after --warmup articles) and articles/s, on full-length synthetic articles or, with
 --data_path, real ones in order. `tools/dev/benchmark.py` runs both for its TF1 rows.
 
-The builders are also what tests/test_tf1_checkpoint.py uses to make a genuine TF1 checkpoint.
-Importing this module sets TF_USE_LEGACY_KERAS=1 before TensorFlow is imported: run it in its
-own process, never beside Keras 3 code.
+The builders are also what tests/training/test_tf1_checkpoint.py uses to make a genuine TF1
+checkpoint. Importing this module sets TF_USE_LEGACY_KERAS=1 before TensorFlow is imported: run it
+in its own process, never beside Keras 3 code.
 """
 
 import importlib.util

@@ -14,9 +14,9 @@ from pointer_gen.inference import reference_scores
 from pointer_gen.text import vocab as vocab_lib
 from pointer_gen.training import evaluate
 
-from test_search import WORDS
-from test_search import _corpus
-from test_search import _model
+from helpers.search_corpus import WORDS
+from helpers.search_corpus import corpus as _corpus
+from helpers.search_corpus import model as _model
 
 
 def test_the_scores_are_trainings_loss_of_the_same_batch(tmp_path):

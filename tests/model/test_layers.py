@@ -133,7 +133,7 @@ def test_attention_matches_numpy(use_coverage):
   features = att.memory_features(_f32(states))
   np.testing.assert_allclose(features.numpy(), _np(states) @ _np(att.memory_layer.kernel),
                              atol=ATOL)
-  memory = {"states": _f32(states), "features": features, "mask": _f32(mask)}
+  memory = attention.Memory(_f32(states), features, _f32(mask))
   context, attn = att(_f32(query), memory, _f32(coverage),
                       implementation=attention.get("eager"))
   exp_context, exp_attn = np_attention(att, _np(query), _np(states), mask, _np(coverage),
@@ -158,7 +158,7 @@ def test_attention_coverage_term_matters_and_is_ignored_without_coverage():
     att.build()
     _randomize(att, rng, scale=0.8)
     feats = att.memory_features(_f32(states))
-    memory = {"states": _f32(states), "features": feats, "mask": mask}
+    memory = attention.Memory(_f32(states), feats, mask)
     _, a1 = att(_f32(query), memory, _f32(cov_a))
     _, a2 = att(_f32(query), memory, _f32(cov_b))
     if use_coverage:
@@ -179,8 +179,7 @@ def test_attention_ignores_padded_encoder_states():
   other[mask == 0] = rng.normal(size=(int((mask == 0).sum()), 2 * H)) * 5.0
   query = _f32(rng.normal(size=(B, 2 * H)))
   cov = _f32(rng.uniform(0.0, 1.0, (B, L)) * mask)
-  memory_of = lambda s: {"states": _f32(s), "features": att.memory_features(_f32(s)),
-                         "mask": _f32(mask)}
+  memory_of = lambda s: attention.Memory(_f32(s), att.memory_features(_f32(s)), _f32(mask))
   c1, a1 = att(query, memory_of(states), cov)
   c2, a2 = att(query, memory_of(other), cov)
   np.testing.assert_allclose(a1.numpy(), a2.numpy(), atol=ATOL)
@@ -203,7 +202,7 @@ def test_cell_step_matches_numpy(pointer_gen, coverage):
   features = cell.attention.memory_features(_f32(states))
   (h, context, attn, p_gen), new_state = cell(
       _f32(emb), tuple(_f32(s) for s in state),
-      {"states": _f32(states), "features": features, "mask": _f32(mask)})
+      attention.Memory(_f32(states), features, _f32(mask)))
   (e_h, e_context, e_attn, e_p_gen), e_state = np_cell_step(
       cell, _np(emb), state, _np(states), mask)
 
@@ -252,8 +251,7 @@ def test_cell_p_gen_uses_new_state_and_input_fed_x():
     k[start + size:] = 0.0
     kernel.assign(k)
     (_, _, _, p_gen), _ = cell(_f32(emb), tuple(_f32(s) for s in state),
-                                {"states": _f32(states), "features": features,
-                                 "mask": _f32(mask)})
+                                attention.Memory(_f32(states), features, _f32(mask)))
     (_, _, _, e_p_gen), _ = np_cell_step(cell, _np(emb), state, _np(states), mask)
     np.testing.assert_allclose(p_gen.numpy(), e_p_gen, atol=ATOL)
   kernel.assign(base)
@@ -277,8 +275,8 @@ def test_cell_serialises_under_its_keras_name_and_rebuilds_an_equal_cell():
   states = _f32(rng.normal(size=(B, L, 2 * H)))
   step = (_f32(rng.normal(size=(B, E))), tuple(_f32(s) for s in _random_state(rng)))
   expected, outputs = (
-      layer(*step, {"states": states, "features": layer.attention.memory_features(states),
-                    "mask": _f32(_mask())})
+      layer(*step, attention.Memory(states, layer.attention.memory_features(states),
+                                    _f32(_mask())))
       for layer in (cell, clone))
   for want, got in zip(tf.nest.flatten(expected), tf.nest.flatten(outputs)):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
@@ -349,7 +347,7 @@ def test_initial_attention(coverage):
   features = cell.attention.memory_features(_f32(states))
   c, h, context, cov = cell.initial_attention(
       tuple(_f32(s) for s in state),
-      {"states": _f32(states), "features": features, "mask": _f32(mask)})
+      attention.Memory(_f32(states), features, _f32(mask)))
   e_context, e_attn = np_attention(cell.attention, np.concatenate([state[0], state[1]], axis=1),
                                    _np(states), mask, state[3], coverage)
   np.testing.assert_allclose(c.numpy(), state[0], atol=ATOL)

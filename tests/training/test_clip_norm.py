@@ -2,7 +2,7 @@
 looked-up token at a time, and clipping with it gives the original's updates.
 
 The reference is TensorFlow's own: this file, run as a script in a subprocess with
-TF_USE_LEGACY_KERAS=1 (the tf1_references fixture's, with tests/test_tf1_checkpoint.py),
+TF_USE_LEGACY_KERAS=1 (the tf1_references fixture's, with tests/training/test_tf1_checkpoint.py),
 builds the original's training graph with tools/dev/tf1_reference.py, whose train_op clips the raw
 tf.gradients by global norm before TF1's Adagrad, and trains three steps on batches with
 repeated words at a max_grad_norm well below their norms, saving a TF1 checkpoint before and

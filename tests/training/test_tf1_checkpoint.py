@@ -2,7 +2,7 @@
 
 The reference is computed by TensorFlow itself, not by our code: this file, run as a script in a
 subprocess with TF_USE_LEGACY_KERAS=1 (the tf1_references fixture's, which runs
-tests/test_clip_norm.py too; tf.compat.v1's RNN cells then come from tf_keras, which
+tests/training/test_clip_norm.py too; tf.compat.v1's RNN cells then come from tf_keras, which
 holds TF1's LSTMCell; with Keras 3 they are unavailable), builds the original's graph in TF1
 graph mode with tools/dev/tf1_reference.py (also the speed baseline of docs/performance.md)
 under its exact variable scopes: TF1's LSTMCell in bidirectional_dynamic_rnn, the
@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import config
 from pointer_gen import settle
 from pointer_gen.base import checkpoints
@@ -41,7 +42,7 @@ from helpers import run_main
 # Each test here starts real processes (conftest.SLOW).
 pytestmark = pytest.mark.slow
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 # Run on the worker of test_clip_norm.py (conftest.worker_unit): they share tf1_references.
 ATOL = 1e-5
 V, E, H = 30, 6, 5
@@ -225,11 +226,11 @@ def test_forward_and_losses_match_the_tf1_graph(reference, converted):
   scalars = losses.batch_losses(per_example, pointer_gen=True, coverage=True, cov_loss_wt=1.0)
   np.testing.assert_allclose(scalars["loss"], reference["loss"], atol=ATOL)
   np.testing.assert_allclose(scalars["coverage_loss"], reference["coverage_loss"], atol=ATOL)
-  np.testing.assert_allclose(outputs["attn"], reference["attn"].transpose(1, 0, 2), atol=ATOL)
-  np.testing.assert_allclose(outputs["p_gen"], reference["p_gen"].T, atol=ATOL)
-  probs = tf.nn.softmax(outputs["vocab_logits"])  # [B, T, V]
+  np.testing.assert_allclose(outputs.attn, reference["attn"].transpose(1, 0, 2), atol=ATOL)
+  np.testing.assert_allclose(outputs.p_gen, reference["p_gen"].T, atol=ATOL)
+  probs = tf.nn.softmax(outputs.vocab_logits)  # [B, T, V]
   for t in range(TARGET.shape[1]):
-    dist = layers.final_distribution(probs[:, t], outputs["attn"][:, t], outputs["p_gen"][:, t],
+    dist = layers.final_distribution(probs[:, t], outputs.attn[:, t], outputs.p_gen[:, t],
                                      ENC_EXT, MAX_OOVS)
     np.testing.assert_allclose(dist, reference["final_dists"][t], atol=ATOL)
   # Not a trivial match: p_gen and the attention over the first article's words vary.
@@ -241,7 +242,7 @@ def test_one_decode_step_matches_the_tf1_decode_graph(reference, converted):
   """The beam search's pieces: initial attention from the initial state, then one step."""
   model = _model(*converted)
   states, features, mask, (c, h, context, _) = model.encode(ENC_INPUT, ENC_LEN)
-  memory = {"states": states, "features": features, "mask": mask}
+  memory = attention.Memory(states, features, mask)
   state = model.cell.initial_attention((c, h, context, PREV_COVERAGE), memory)
   np.testing.assert_allclose(state[3], reference["decode_coverage"], atol=ATOL)
   (output, context, attn, p_gen), (c, h, _, _) = model.cell(

@@ -18,6 +18,10 @@ def test_a_process_started_by_a_test_without_the_marker_fails_it_naming_both(req
   assert request.node.get_closest_marker(conftest.SLOW) is None
 
 
+def test_the_standard_librarys_own_uname_is_no_tests_process():
+  assert subprocess.run(["uname", "-p"], capture_output=True, check=True).returncode == 0
+
+
 @pytest.mark.slow
 def test_a_test_with_the_marker_starts_processes():
   assert subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True,

@@ -1,5 +1,7 @@
-"""What a new user met on a fresh clone, round three (issue 56), each case run as the user ran
-it: a command as a subprocess, with the tiny trained run and the demo corpus of the session."""
+"""The command line as users run it, a command as a subprocess where it matters, with the tiny
+trained run and the demo corpus of the session: eval beside a longer training, flag errors as
+one line, refused data, log roots and vocab files, decode's ETA, the strategies named from the
+registry, TensorFlow's own log lines kept out of the run's log."""
 
 import errno
 import glob
@@ -160,7 +162,8 @@ def test_a_jsonl_without_a_usable_example_is_refused_before_a_model_is_built(
                   ignore=shutil.ignore_patterns("trainer.lock"))
   code, _, err = run_main(capsys, f"--log_root={tmp_path / 'trained'}", "--exp_name=run",
                           "--mode=decode", "--single_pass", f"--data_path={path}",
-                          "--raw_tokenizer=whitespace")
+                          # The tiny run's decoding defaults hold max_dec_steps=10 alone.
+                          "--min_dec_steps=1", "--raw_tokenizer=whitespace")
   assert code == 1
   assert project_error_lines(err) == [f"error: --data_path: no usable example in {path}"]
   assert built == []

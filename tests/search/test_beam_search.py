@@ -54,7 +54,7 @@ def _reference_beam_search(model, enc_input, enc_len, enc_ext, num_oovs, beam, m
   Step 0 starts from `initial_state` if given, else from the original's initial attention.
   """
   states, features, mask, state = model.encode(enc_input[None], enc_len[None])
-  memory = {"states": states, "features": features, "mask": mask}
+  memory = attention.Memory(states, features, mask)
   if initial_state is None:
     state = model.cell.initial_attention(state, memory)
   else:
@@ -177,9 +177,9 @@ def test_copy_index_names_each_position_s_distinct_id():
   each position's id is among them."""
   ext = np.array([[7, 3, 7, 0, 3, 9], [5, 5, 5, 5, 5, 5]], np.int32)
   index = search_lib.copy_index(tf.constant(ext))
-  np.testing.assert_array_equal(index["article_ids"].numpy(),
+  np.testing.assert_array_equal(index.article_ids.numpy(),
                                 [[0, 3, 7, 9, -1, -1], [5, -1, -1, -1, -1, -1]])
-  np.testing.assert_array_equal(index["copy_segment"].numpy(),
+  np.testing.assert_array_equal(index.copy_segment.numpy(),
                                 [[2, 1, 2, 0, 1, 3], [0, 0, 0, 0, 0, 0]])
 
 

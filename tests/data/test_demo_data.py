@@ -15,7 +15,7 @@ import tensorflow as tf
 from pointer_gen.data import demo as demo_data
 from pointer_gen.text.vocab import SPECIALS, Vocab
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 TEMPLATE_WORDS = demo_data.template_words()
 # All template words and nothing else: the vocab_size the demo flagfile should use.
 VOCAB_SIZE = len(TEMPLATE_WORDS) + len(SPECIALS)

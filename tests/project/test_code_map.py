@@ -100,7 +100,8 @@ def test_no_module_imports_up_the_map():
   layers, _ = _map()
   rank = {layer: i for i, layer in enumerate([*layers, ENTRY])}
   upward = [f"{module} ({_layer(module)}) imports {imported} ({_layer(imported)})"
-            for module, imported_set in sorted(_graph().items()) for imported in sorted(imported_set)
+            for module, imported_set in sorted(_graph().items())
+            for imported in sorted(imported_set)
             if rank[_layer(imported)] > rank[_layer(module)]]
   assert upward == []
 
@@ -130,7 +131,8 @@ def test_each_import_form_is_read(tmp_path):
                                      "pointer_gen.text.vocab", "pointer_gen.inference.decode",
                                      "pointer_gen.model", "pointer_gen.model.layers")}
   path = tmp_path / "module.py"
-  path.write_text("from pointer_gen import config\nfrom pointer_gen.text import vocab as vocab_lib\n"
+  path.write_text("from pointer_gen import config\n"
+                  "from pointer_gen.text import vocab as vocab_lib\n"
                   "import pointer_gen.inference.decode\nimport numpy\n\n"
                   "def f():\n  from pointer_gen.model.layers import Cell\n")
   assert _imports(path, modules) == {"pointer_gen.config", "pointer_gen.text.vocab",

@@ -107,7 +107,7 @@ def test_the_cell_says_what_the_decoder_state_holds(policy):
   enc_input, enc_len, _, _ = _articles(3, MAX_ENC_STEPS, 0)
   states, features, mask, state = model.encode(enc_input, enc_len)
   _, stepped = model.cell(model.embedding(enc_input[:, 0]), state,
-                          {"states": states, "features": features, "mask": mask})
+                          attention.Memory(states, features, mask))
   spec = model.cell.state_spec(MAX_ENC_STEPS)
   assert [s.name for s in spec] == ["c", "h", "context", "coverage"]
   for value in (state, stepped):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import config
 from pointer_gen.base.errors import DataError
 from pointer_gen.inference import export
@@ -126,7 +127,7 @@ def test_zeros_changes_only_the_first_step_inputs():
   # original has the same (c, h) with the initial attention's context (and coverage).
   zero_state, memory = _initial_state(model, enc_input, enc_len)
   original_state = model.cell.initial_attention(
-      zero_state, {"states": memory[0], "features": memory[1], "mask": memory[2]})
+      zero_state, attention.Memory(*memory))
   for zero_part, original_part in zip(zero_state[:2], original_state[:2]):
     np.testing.assert_array_equal(zero_part.numpy(), original_part.numpy())
   assert not np.any(zero_state[2].numpy()) and not np.any(zero_state[3].numpy())

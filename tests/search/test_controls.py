@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pointer_gen import attention
 from pointer_gen import config
 from pointer_gen import run  # noqa: F401  (defines the flags)  pylint: disable=unused-import
 from pointer_gen.base.errors import DataError
@@ -28,9 +29,9 @@ from pointer_gen.search.controls import ngram_blocking
 from pointer_gen.search.controls import registry as controls
 from pointer_gen.text import vocab as vocab_lib
 
-from test_search import WORDS
-from test_search import _corpus
-from test_search import _model
+from helpers.search_corpus import WORDS
+from helpers.search_corpus import corpus as _corpus
+from helpers.search_corpus import model as _model
 from test_strategies import assert_decode_flags
 
 CONTROLS = list(controls.CONTROLS)
@@ -158,7 +159,7 @@ def test_the_shared_step_applies_sparse_controls_to_the_top_candidates_exactly()
   ext[0, 0] = UNK
   attn = tf.nn.softmax(rng.normal(size=(rows, length)).astype(np.float32))
   p_gen = tf.constant(rng.uniform(0.2, 0.8, rows).astype(np.float32))
-  memory = {"ext_ids": tf.constant(ext), **contract.copy_index(tf.constant(ext))}
+  memory = contract.with_copy_index(attention.Memory(None, None, None), tf.constant(ext))
   view = _view([0, 1, 2, 3], np.zeros((rows, 4), np.int32))
   settings = contract.Settings(6, 2, controls=controls.make({"min_dec_steps": 2,
                                                              "ban_unk": True}))

@@ -20,9 +20,9 @@ from pointer_gen.text import vocab as vocab_lib
 
 from test_beam_search import _articles
 from test_beam_search import _random_model
-from test_search import WORDS
-from test_search import _corpus
-from test_search import _model
+from helpers.search_corpus import WORDS
+from helpers.search_corpus import corpus as _corpus
+from helpers.search_corpus import model as _model
 
 BEAM, STEPS = 3, 7
 

@@ -1,8 +1,8 @@
 """The loops' gradient helpers (loop_gradients) and the attention's decoding kernels against the
 plain formulas they stand for: TensorFlow's automatic gradient of the same expression, under a
 loss whose upstream gradient differs at every position. The attention's implementations are
-held to the reference (attention/eager.py) by tests/test_attention_implementations.py; here
-only what that test's shapes do not reach: the XLA kernel's loop over more than one group of
+held to the reference (attention/eager.py) by tests/attention/test_attention_implementations.py;
+here only what that test's shapes do not reach: the XLA kernel's loop over more than one group of
 units, the shared scores' groups of articles."""
 
 import numpy as np

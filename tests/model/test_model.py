@@ -155,18 +155,16 @@ def np_forward(model, batch):
   outs, ctxs = np.stack(outs, 1), np.stack(ctxs, 1)
   hidden = (np.concatenate([outs, ctxs], axis=-1) @ _np(cell.output_hidden.kernel)
             + _np(cell.output_hidden.bias))
-  result = {
-      "vocab_logits": hidden @ _np(cell.vocab_projection.kernel) + _np(cell.vocab_projection.bias),
-      "attn": np.stack(attns, 1),
-  }
-  if model.pointer_gen:
-    result["p_gen"] = np.stack(p_gens, 1)
+  result = model_lib.Outputs(
+      attn=np.stack(attns, 1),
+      vocab_logits=hidden @ _np(cell.vocab_projection.kernel) + _np(cell.vocab_projection.bias),
+      p_gen=np.stack(p_gens, 1) if model.pointer_gen else None)
   return result, states, c, h
 
 
 def np_gold_probs(outputs, target, enc_ext, pointer_gen):
   """P(target_t) read from the explicit final distribution over V + N (duplicates summed)."""
-  probs = _softmax(_np(outputs["vocab_logits"]), axis=-1)  # [B, T, V]
+  probs = _softmax(_np(outputs.vocab_logits), axis=-1)  # [B, T, V]
   batch, steps = target.shape
   gold = np.zeros((batch, steps))
   for b in range(batch):
@@ -174,11 +172,11 @@ def np_gold_probs(outputs, target, enc_ext, pointer_gen):
       if not pointer_gen:
         gold[b, t] = probs[b, t, target[b, t]]
         continue
-      p_gen = _np(outputs["p_gen"])[b, t]
+      p_gen = _np(outputs.p_gen)[b, t]
       dist = np.zeros(V + MAX_OOVS)
       dist[:V] = p_gen * probs[b, t]
       for i, w in enumerate(enc_ext[b]):
-        dist[w] += (1.0 - p_gen) * _np(outputs["attn"])[b, t, i]
+        dist[w] += (1.0 - p_gen) * _np(outputs.attn)[b, t, i]
       gold[b, t] = dist[target[b, t]]
   return gold
 
@@ -197,7 +195,7 @@ def np_losses(outputs, batch, pointer_gen, coverage, cov_loss_wt):
     result["loss"] = (step_nll * mask).sum() / mask.sum()
   result["total_loss"] = result["loss"]
   if coverage:
-    attn = _np(outputs["attn"])
+    attn = _np(outputs.attn)
     cov = np.zeros_like(attn[:, 0])
     steps = []
     for t in range(attn.shape[1]):
@@ -285,9 +283,10 @@ def test_get_config_round_trip_rebuilds_an_equal_model(pointer_gen, coverage):
     copy.assign(weight)
   batch = make_batch(pointer_gen)
   expected, outputs = model(batch), clone(batch)
-  assert set(outputs) == set(expected)
-  for name, value in expected.items():
-    np.testing.assert_array_equal(outputs[name].numpy(), value.numpy(), err_msg=name)
+  assert [value is None for value in outputs] == [value is None for value in expected]
+  for name, value in expected._asdict().items():
+    if value is not None:
+      np.testing.assert_array_equal(getattr(outputs, name).numpy(), value.numpy(), err_msg=name)
 
 
 def test_get_config_round_trip_keeps_the_precision():
@@ -324,15 +323,15 @@ def test_forward_matches_numpy_unrolled_loop(mode_model):
   batch = make_batch(mode_model.pointer_gen)
   outputs = mode_model(batch)
   expected, _, _, _ = np_forward(mode_model, batch)
-  assert set(outputs) == set(expected)
-  assert outputs["vocab_logits"].shape == (3, 6, V)
-  np.testing.assert_allclose(outputs["vocab_logits"].numpy(), expected["vocab_logits"],
+  assert [value is None for value in outputs] == [value is None for value in expected]
+  assert outputs.vocab_logits.shape == (3, 6, V)
+  np.testing.assert_allclose(outputs.vocab_logits.numpy(), expected.vocab_logits,
                              atol=ATOL, rtol=ATOL)
-  np.testing.assert_allclose(outputs["attn"].numpy(), expected["attn"], atol=ATOL)
+  np.testing.assert_allclose(outputs.attn.numpy(), expected.attn, atol=ATOL)
   if mode_model.pointer_gen:
-    assert outputs["p_gen"].shape == (3, 6)
-    np.testing.assert_allclose(outputs["p_gen"].numpy(), expected["p_gen"], atol=ATOL)
-  attn = outputs["attn"].numpy()
+    assert outputs.p_gen.shape == (3, 6)
+    np.testing.assert_allclose(outputs.p_gen.numpy(), expected.p_gen, atol=ATOL)
+  attn = outputs.attn.numpy()
   np.testing.assert_allclose(attn.sum(axis=2), np.ones((3, 6)), atol=ATOL)
   enc_mask = np.arange(7)[None, :] < ENC_LEN[:, None]
   assert np.all(attn.transpose(1, 0, 2)[:, ~enc_mask] == 0.0)
@@ -342,10 +341,10 @@ def test_forward_is_sensitive_to_coverage():
   """With coverage the attention of step t > 0 depends on w_c; at step 0 coverage is 0."""
   model = make_model(True, True, seed=11)
   batch = make_batch(True)
-  before = model(batch)["attn"].numpy()
+  before = model(batch).attn.numpy()
   w_c = model.cell.attention.w_c
   w_c.assign(w_c.numpy() * 3.0 + 0.5)
-  after = model(batch)["attn"].numpy()
+  after = model(batch).attn.numpy()
   np.testing.assert_allclose(before[:, 0], after[:, 0], atol=ATOL)
   assert np.abs(before[:, 1:] - after[:, 1:]).max() > 1e-3
 
@@ -404,8 +403,8 @@ def test_gold_probs_of_each_target_kind():
   batch = make_batch(True)
   outputs = model(batch)
   gold = losses.gold_probs(outputs, batch["target"], batch["enc_input_ext"], V).numpy()
-  probs = _softmax(_np(outputs["vocab_logits"]))
-  p_gen, attn = _np(outputs["p_gen"]), _np(outputs["attn"])
+  probs = _softmax(_np(outputs.vocab_logits))
+  p_gen, attn = _np(outputs.p_gen), _np(outputs.attn)
   # Row 0, step 0: target V+0 at article positions 1 and 3.
   np.testing.assert_allclose(gold[0, 0], (1 - p_gen[0, 0]) * attn[0, 0, [1, 3]].sum(), atol=ATOL)
   # Row 0, step 1: target 4 in vocab and at article positions 0 and 6.
@@ -428,7 +427,7 @@ def test_zero_probability_target_gives_finite_loss_and_gradients():
       "dec_len": tf.constant([2], tf.int32),
   }
   with tf.GradientTape() as tape:
-    outputs = {"vocab_logits": logits, "attn": attn, "p_gen": tf.ones([1, 2])}
+    outputs = model_lib.Outputs(attn=attn, vocab_logits=logits, p_gen=tf.ones([1, 2]))
     per_example = losses.compute_losses(outputs, batch, V, True)
     result = losses.batch_losses(per_example, True, True, 1.0)
   grad = tape.gradient(result["total_loss"], logits)
@@ -502,10 +501,10 @@ def test_padding_does_not_change_an_examples_loss(mode_model, row):
     np.testing.assert_allclose(loss_padded["coverage_loss"].numpy()[row],
                                loss_alone["coverage_loss"].numpy()[0], rtol=ATOL, atol=ATOL)
   steps, length = int(DEC_LEN[row]), int(ENC_LEN[row])
-  np.testing.assert_allclose(out_padded["vocab_logits"].numpy()[row, :steps],
-                             out_alone["vocab_logits"].numpy()[0, :steps], atol=ATOL, rtol=ATOL)
-  np.testing.assert_allclose(out_padded["attn"].numpy()[row, :steps, :length],
-                             out_alone["attn"].numpy()[0, :steps, :length], atol=ATOL)
+  np.testing.assert_allclose(out_padded.vocab_logits.numpy()[row, :steps],
+                             out_alone.vocab_logits.numpy()[0, :steps], atol=ATOL, rtol=ATOL)
+  np.testing.assert_allclose(out_padded.attn.numpy()[row, :steps, :length],
+                             out_alone.attn.numpy()[0, :steps, :length], atol=ATOL)
   # The batch-level loss of the single example is its per-example loss.
   single = losses.batch_losses(loss_alone, pointer_gen, coverage, 1.0)
   np.testing.assert_allclose(float(single["loss"]), loss_alone["nll"].numpy()[0], rtol=ATOL)

@@ -98,8 +98,8 @@ def _training(model, implementation, coverage):
     outputs = model(batch, real_steps_only=True, implementation=implementation)
     per_example = losses.compute_losses(outputs, batch, V, coverage)
     loss = losses.batch_losses(per_example, True, coverage, 0.7)["total_loss"]
-  result = {"attn": outputs["attn"], "p_gen": outputs["p_gen"],
-            "vocab_logits": outputs["real_vocab_logits"], "loss": loss}
+  result = {"attn": outputs.attn, "p_gen": outputs.p_gen,
+            "vocab_logits": outputs.real_vocab_logits, "loss": loss}
   if tape:
     gradients = tape.gradient(loss, model.trainable_variables)
     result.update({var.path: tf.convert_to_tensor(g) for var, g in

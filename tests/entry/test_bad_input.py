@@ -1,5 +1,7 @@
-"""What a new user met on a fresh clone (issues 40 and 50), each case run as the user ran it: the
-message they get, and that nothing was written where the message says nothing was. The raw JSONL
+"""Bad input as users meet it on a fresh clone (a file that is no vocab, records without the
+summary, a vocab of other data or another tokenisation, a failing training or decode), each
+case run as the user ran it: the one error line they get, naming the file, record or flag at
+fault, and that nothing was written where the message says nothing was. The raw JSONL
 decode's references and directory are checked in test_raw_text.py, a bad record met on every
 pass in test_data.py, the contradiction messages in test_raw_text.py."""
 
