@@ -188,7 +188,7 @@ def fit(run_dir, data=None, **settings):
 
   >>> history = pointer_gen.fit(run_dir, data=pairs, vocab_path=vocab, hidden_dim=8, emb_dim=8,
   ...                           batch_size=2, max_enc_steps=30, max_dec_steps=8,
-  ...                           num_train_steps=2)
+  ...                           min_dec_steps=2, num_train_steps=2)
   Trained steps 1-2: loss ...
   Checkpoints and TensorBoard logs: .../train
   >>> [row["step"] for row in history]

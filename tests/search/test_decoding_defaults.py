@@ -309,9 +309,12 @@ def test_the_readmes_python_example_summarizes_as_decode_does(trained, demo_corp
   printed = capsys.readouterr().out.splitlines()[-1]
   article = namespace["article"]
   records = bin_format.BIN.read(sorted(glob.glob(demo_corpus["val"]))[0], skips_lib.SkipCounter())
-  assert article in {record.article.split(" . ")[0] + " ." for record in records}
+  abstracts = {record.article.split(" . ")[0] + " .": " ".join(record.abstract_sentences)
+               for record in records}
+  assert article in abstracts
   data = tmp_path / "article.jsonl"
-  data.write_text(json.dumps({"article": article, "abstract": "."}) + "\n", encoding="utf-8")
+  data.write_text(json.dumps({"article": article, "abstract": abstracts[article]}) + "\n",
+                  encoding="utf-8")
   _decode(capsys, tmp_path / "runs" / "demo", data, "--decode_dir=readme")
   decoded = (tmp_path / "runs" / "demo" / "readme" / "decoded" / "000000_decoded.txt").read_text(
       encoding="utf-8").split()
