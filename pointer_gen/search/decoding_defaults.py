@@ -127,6 +127,11 @@ def _write(hps, values):
   return path
 
 
+def _declared_default(hps, name):
+  """The declared default of setting `name` of `hps`."""
+  return {field.name: field.default for field in dataclasses.fields(hps)}[name]
+
+
 def _warn_if_lengths_cross(hps, values, path):
   """A warning when the stored lengths with the declared defaults of those not stored cannot
   decode (min_dec_steps over max_dec_steps): decode will need one given."""
@@ -134,8 +139,9 @@ def _warn_if_lengths_cross(hps, values, path):
   lengths = {name: values.get(name, defaults[name]) for name in ("min_dec_steps", "max_dec_steps")}
   if lengths["min_dec_steps"] > lengths["max_dec_steps"]:
     logging.warning("The run's decoding defaults (%s) have min_dec_steps=%d over "
-                    "max_dec_steps=%d (%s the declared default): decoding needs "
-                    "--min_dec_steps given, or stored with --save_decoding_defaults",
+                    "max_dec_steps=%d (%s the declared default): decoding takes the declared "
+                    "lengths unless --min_dec_steps is given, or stored with "
+                    "--save_decoding_defaults",
                     path, lengths["min_dec_steps"], lengths["max_dec_steps"],
                     "min_dec_steps" if "min_dec_steps" not in values else "max_dec_steps")
 
@@ -178,6 +184,14 @@ def applied(hps, given_names):
   search = hps.search if "search" in given_names else stored.get("search", hps.search)
   stored = _of_search(stored, search)
   used = {name: value for name, value in stored.items() if name not in given_names}
+  declared_min = _declared_default(hps, "min_dec_steps")
+  if ("min_dec_steps" not in used and "min_dec_steps" not in given_names
+      and used.get("max_dec_steps", declared_min) < declared_min):
+    # A run trained with a short max_dec_steps alone: the declared min_dec_steps cannot decode
+    # within it, so both lengths stay the declared ones, as before the run had defaults.
+    logging.warning("The run's decoding default max_dec_steps=%d (%s) is below the declared "
+                    "min_dec_steps=%d: decoding with the declared lengths; give "
+                    "--min_dec_steps to use it", used.pop("max_dec_steps"), path, declared_min)
   defaults = DecodingDefaults(tuple(used.items()), path)
   result = hps.replace(**used, decoding_defaults=defaults)
   try:

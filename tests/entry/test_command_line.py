@@ -162,8 +162,7 @@ def test_a_jsonl_without_a_usable_example_is_refused_before_a_model_is_built(
                   ignore=shutil.ignore_patterns("trainer.lock"))
   code, _, err = run_main(capsys, f"--log_root={tmp_path / 'trained'}", "--exp_name=run",
                           "--mode=decode", "--single_pass", f"--data_path={path}",
-                          # The tiny run's decoding defaults hold max_dec_steps=10 alone.
-                          "--min_dec_steps=1", "--raw_tokenizer=whitespace")
+                          "--raw_tokenizer=whitespace")
   assert code == 1
   assert project_error_lines(err) == [f"error: --data_path: no usable example in {path}"]
   assert built == []

@@ -290,8 +290,13 @@ def test_a_resumed_training_records_its_settings_over_those_stored(
   assert _stored(run_dir) == {"max_dec_steps": 10}
   [warning] = [m for m in caplog.messages if "decoding defaults" in m]
   assert warning.endswith("have min_dec_steps=35 over max_dec_steps=10 (min_dec_steps the "
-                          "declared default): decoding needs --min_dec_steps given, or stored "
-                          "with --save_decoding_defaults")
+                          "declared default): decoding takes the declared lengths unless "
+                          "--min_dec_steps is given, or stored with --save_decoding_defaults")
+  # ... and decodes with the declared lengths, as before the run had defaults.
+  hps = _settle(run_dir, demo_corpus["val"], "--mode=decode")
+  assert (hps.min_dec_steps, hps.max_dec_steps, hps.decoding_defaults.as_dict()) == (35, 100, {})
+  hps = _settle(run_dir, demo_corpus["val"], "--mode=decode", "--min_dec_steps=3")
+  assert hps.max_dec_steps == 10
 
 
 def test_the_readmes_python_example_summarizes_as_decode_does(trained, demo_corpus, tmp_path,
