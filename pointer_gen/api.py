@@ -41,6 +41,7 @@ from pointer_gen.inference import summaries
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract
+from pointer_gen.search import decoding_defaults
 from pointer_gen.search import registry as strategies
 from pointer_gen.search.controls import registry as controls
 from pointer_gen.text import tokenizers as text
@@ -142,6 +143,7 @@ def run_settled(hps, given, samples=None):
   # Before the first write (the run's record): a file that is not a vocab stops here.
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   settle.record_raw_text(hps, given)
+  settle.store_decoding_defaults(hps, given)
   environment.configure_tensorflow(hps.debug)
   # Before any TensorFlow op runs: a multi-worker strategy can only be made at program start.
   strategy = (distribute.make_strategy(hps.strategy, hps.tpu)
@@ -156,10 +158,19 @@ def run_settled(hps, given, samples=None):
   if hps.checkpoint_utility:
     return train_utilities.run(hps, vocab)
   if hps.mode == "train":
-    return train_lib.run(hps, vocab, strategy)
+    return train_lib.run(hps, vocab, strategy, decoding_defaults.given(hps, given))
   if hps.mode == "eval":
+    if samples is not None:
+      samples = _decoding_as_the_run(samples, given)
     return evaluate_lib.run(hps, vocab, samples=samples)
   return {"decode": decode, "export": export_lib}[hps.mode].run(hps, vocab)
+
+
+def _decoding_as_the_run(samples, given):
+  """Eval's `samples` made with the run's decoding defaults for the decoding settings not in
+  `given` (the names the user set): eval's losses keep the settings given, its samples decode
+  as the run decodes."""
+  return lambda hps, vocab, model: samples(decoding_defaults.applied(hps, given), vocab, model)
 
 
 def fit(run_dir, data=None, **settings):
@@ -177,7 +188,7 @@ def fit(run_dir, data=None, **settings):
 
   >>> history = pointer_gen.fit(run_dir, data=pairs, vocab_path=vocab, hidden_dim=8, emb_dim=8,
   ...                           batch_size=2, max_enc_steps=30, max_dec_steps=8,
-  ...                           num_train_steps=2)
+  ...                           min_dec_steps=2, num_train_steps=2)
   Trained steps 1-2: loss ...
   Checkpoints and TensorBoard logs: .../train
   >>> [row["step"] for row in history]
@@ -197,7 +208,9 @@ def load(run_dir, checkpoint=None, **settings):
   and tokenisation, the coverage its checkpoint has. checkpoint: None (the newest of train/),
   "best" (eval's best model), a step (train/model.ckpt-<step>) or a checkpoint prefix.
   settings: decode's (search, beam_size, min_dec_steps, ...) for every summarize() call, and
-  those the record holds, which must agree with it.
+  those the record holds, which must agree with it. A decoding setting not given is the run's
+  decoding default where it has one (`Summarizer.decoding_defaults`: as given to its training
+  or stored since), else the declared default.
 
   Examples:
 
@@ -219,6 +232,7 @@ def load(run_dir, checkpoint=None, **settings):
   hps, given = _hparams(run_dir, "decode", settings, where, single_pass=True,
                         ckpt_path=ckpt_path)
   hps = settle.settled(hps, given, finds_data=False)
+  settle.store_decoding_defaults(hps, given)
   environment.configure_tensorflow(hps.debug)
   vocab = vocab_lib.Vocab.from_file(hps.vocab_path, hps.vocab_size)
   model = model_lib.PointerGenerator.from_hparams(hps, len(vocab))
@@ -299,12 +313,37 @@ class Summarizer:
     return (f"Summarizer({self.hparams.run_dir!r}, checkpoint={self.checkpoint!r}, "
             f"search={self.hparams.search!r})")
 
+  @property
+  def decoding_defaults(self):
+    """The run's decoding defaults this Summarizer decodes with, {setting: value}: those of
+    <run>/decoding_defaults.json that load() was not given ({} for a run without any, which
+    decodes with the declared defaults)."""
+    return self.hparams.decoding_defaults.as_dict()
+
   def _settings(self, settings, where, allowed=SUMMARIZE_SETTINGS):
     _check_names(settings, allowed & _setting_names(), where,
                  "a decoding setting (the run's other settings are load()'s)")
-    hps = self.hparams.replace(**settings).validated()
+    hps = self.hparams.replace(
+        **settings, decoding_defaults=self.hparams.decoding_defaults.without(settings))
+    hps = hps.validated()
     strategies.check_flags(hps, self._given | set(settings))
+    if settings.get("save_decoding_defaults"):
+      stored = decoding_defaults.store(hps, set(settings), where)
+      # From now on, this Summarizer decodes as load() would, those stored not given to it.
+      self._given = self._given - set(stored)
+      self.hparams = decoding_defaults.applied(self.hparams.replace(**stored), self._given)
     return hps
+
+  def save_decoding_defaults(self, **settings):
+    """Stores decoding `settings` (the search's: search, its strategy's, min_dec_steps,
+    max_dec_steps, the controls'; checked as summarize() checks them) as the run's decoding
+    defaults, over those stored (<run>/decoding_defaults.json, as --save_decoding_defaults
+    does): decode, export, eval's samples and load() take them where not given, and this
+    Summarizer decodes with them from now on. Returns the settings stored, {setting: value}
+    (`summarizer.save_decoding_defaults(min_dec_steps=8, max_dec_steps=32)`)."""
+    self._settings({**settings, "save_decoding_defaults": True}, "save_decoding_defaults()",
+                   frozenset(decoding_defaults.names(self.hparams)) | {"save_decoding_defaults"})
+    return decoding_defaults.given(self.hparams, settings)
 
   def summarize(self, articles, *, tokenized=False, attention=False, **settings):
     """The Summary of each of `articles` (a list of str), in order: the same summaries as

@@ -18,6 +18,7 @@ from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as formats_registry
 from pointer_gen.inference import metrics
 from pointer_gen.model.model_config import ModelSettings
+from pointer_gen.search import decoding_defaults
 from pointer_gen.search import registry as search_registry
 from pointer_gen.search.contract import FIRST_STEP_CONTEXTS
 from pointer_gen.search.controls import registry as controls_registry
@@ -27,7 +28,7 @@ from pointer_gen.text.tokenizers import Tokenization
 MODES = ("train", "eval", "decode", "export")
 CLIP_NORMS = ("original", "true")
 setting, positive, at_least = settings.setting, settings.positive, settings.at_least
-FIXED, DATA = settings.FIXED, settings.DATA
+FIXED, DATA, DECODING = settings.FIXED, settings.DATA, settings.DECODING
 
 
 def _vocab_size(value):
@@ -98,7 +99,8 @@ class DataSettings(settings.Settings):
   # (run_record.CHANGEABLE_BY_TRAIN).
   max_enc_steps: int = setting(400, "Max article tokens (longer articles are truncated).",
                                positive, record=FIXED)
-  max_dec_steps: int = setting(100, "Max summary tokens (decoder steps).", positive)
+  max_dec_steps: int = setting(100, "Max summary tokens (decoder steps).", positive,
+                               record=DECODING)
   batch_size: int = setting(16, "Minibatch size (per replica).", positive)
 
 
@@ -161,7 +163,7 @@ class DecodeSettings(settings.Settings):
   declared by each of them)."""
   HELP = "Decode (--mode=decode)"
   search: str = setting(search_registry.DEFAULT, search_registry.search_help(),
-                        choices=tuple(search_registry.STRATEGIES))
+                        choices=tuple(search_registry.STRATEGIES), record=DECODING)
   score_references: bool = setting(
       False, "With --mode=decode --single_pass: instead of decoding, score each reference "
       "summary under the model (log-likelihood, token NLL, coverage loss, copy share) into "
@@ -181,7 +183,7 @@ class DecodeSettings(settings.Settings):
       "original", "The search's step 0 (decode, export and eval's samples). original: as the "
       "original's decode, the context and, with coverage, one extra coverage term from an "
       "attention over the encoder's final state; zeros: a zero context and zero coverage, as "
-      "training's step 0.", choices=FIRST_STEP_CONTEXTS)
+      "training's step 0.", choices=FIRST_STEP_CONTEXTS, record=DECODING)
   rouge_tokenizer: str = setting(
       "default", metrics.TOKENIZERS_HELP + " One that loses most of the data's first "
       "references is refused.", choices=metrics.TOKENIZERS)
@@ -191,6 +193,12 @@ class DecodeSettings(settings.Settings):
       "bit; --nocompiled_attention uses TensorFlow's ops. A spelling of "
       "--attention_implementation under auto: " + attention.spelling_help("compiled_attention")
       + ".")
+  save_decoding_defaults: bool = setting(
+      False, "With --mode=decode or export: store the decoding settings given (--search and its "
+      "strategy's, --min_dec_steps, --max_dec_steps, the decoding controls') as the run's "
+      f"decoding defaults (<run>/{decoding_defaults.FILE_NAME}, over those stored), then run "
+      "the mode. A run keeps the decoding settings given to its training so; decode, export, "
+      "eval's samples and pointer_gen.load take them where not given.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,8 +271,9 @@ def given_flags(flag_values):
                    if f.name in flag_values and flag_values[f.name].present)
 
 
-# The HParams fields that are no flag: settle.py works them out once from the flags and the data.
-SETTLED = ("data",)
+# The HParams fields that are no flag: settle.py works them out once from the flags, the data
+# and the run's decoding defaults.
+SETTLED = ("data", "decoding_defaults")
 
 
 class _HParamsMethods:
@@ -287,13 +296,20 @@ class _HParamsMethods:
       attention.get(self.attention_implementation)  # the DataError naming the flag
     for group in GROUPS:
       settings.check(self, group)
-    # Only decoding reads min_dec_steps; training with short summaries must not trip on it.
-    if self.mode not in ("train", "eval") and not 0 <= self.min_dec_steps <= self.max_dec_steps:
+    # Only decoding reads min_dec_steps; training with short summaries must not trip on it. The
+    # run's decoding defaults may give either length, so the two are compared once they are
+    # settled (decoding_defaults.applied).
+    if self.mode not in ("train", "eval") and not (
+        0 <= self.min_dec_steps and (self.decoding_defaults is None
+                                     or self.min_dec_steps <= self.max_dec_steps)):
       raise DataError(f"--min_dec_steps={self.min_dec_steps}: must be between 0 and "
                       f"--max_dec_steps={self.max_dec_steps}")
     search_registry.check(self)  # a DataError naming --search or the strategy's flag
     if self.score_references and not (self.mode == "decode" and self.single_pass):
       raise DataError("--score_references: applies only with --mode=decode --single_pass")
+    if self.save_decoding_defaults and self.mode not in ("decode", "export"):
+      raise DataError("--save_decoding_defaults: applies only with --mode=decode or "
+                      "--mode=export")
     for data_format in formats_registry.FORMATS:
       data_format.Options.from_hparams(self)  # a DataError naming the format's flag
     return self
@@ -336,6 +352,10 @@ HParams = dataclasses.make_dataclass(
                                     *controls_registry.settings())]
     # --data_path settled (settle.py): its files, their formats, how their text becomes the
     # model's tokens (raw_text.for_data) and its fields; None: not settled (data.files_of).
-    + [("data", data_files.DataFiles | None, dataclasses.field(default=None))],
+    + [("data", data_files.DataFiles | None, dataclasses.field(default=None)),
+       # The run's decoding defaults a mode that decodes takes (decoding_defaults.applied);
+       # None: not settled against the run's.
+       ("decoding_defaults", decoding_defaults.DecodingDefaults | None,
+        dataclasses.field(default=None))],
     bases=(_HParamsMethods, *reversed(GROUPS)), frozen=True,
     namespace={"__module__": __name__, "__post_init__": lambda self: None})

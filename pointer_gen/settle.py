@@ -1,8 +1,10 @@
 """Settling the flags into the HParams a mode runs with, before anything is written (then
-`record_raw_text` adds a statement of how raw text became the tokens to the run's record).
+`record_raw_text` adds a statement of how raw text became the tokens to the run's record, and
+`store_decoding_defaults` the decoding settings given with --save_decoding_defaults).
 
 One trip down: the flags (config), the run's record (run_record, read once), the checkpoint the
-mode loads (checkpoints), the data (formats: its files expanded and their formats found, once;
+mode loads (checkpoints), the run's decoding defaults for the modes that decode
+(decoding_defaults), the data (formats: its files expanded and their formats found, once;
 demo_data), the vocab's tokenisation (vocab) and how raw text became the tokens (raw_text), with
 the tokenisation that reads the data (`HParams.reads`). Whether the model has coverage is
 decided here alone (`_coverage`).
@@ -23,6 +25,7 @@ from pointer_gen.data import raw_text
 from pointer_gen.data import run_record
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as formats_registry
+from pointer_gen.search import decoding_defaults
 from pointer_gen.search import registry as strategies
 from pointer_gen.text import vocab as vocab_lib
 
@@ -59,6 +62,8 @@ def settled(hps, given, finds_data=None):
   recorded = None
   if utility or hps.mode != "train" or checkpoints.newest(hps.train_dir):
     hps, recorded = from_run(hps, given, record)
+  if hps.mode in ("decode", "export"):
+    hps = decoding_defaults.applied(hps, given)
   if finds_data or hps.mode == "export":
     hps = _resolve_data(hps, given, record)
   # The formats as the run's record may have named them (data_format is inherited).
@@ -83,6 +88,13 @@ def record_raw_text(hps, given):
   (`given`: the names the user set): train and the utilities write the whole record."""
   if "raw_tokenizer" in given and hps.mode != "train":
     run_record.add_raw_text(hps)
+
+
+def store_decoding_defaults(hps, given):
+  """With --save_decoding_defaults, stores the decoding settings in `given` (the names the user
+  set) as the run's decoding defaults, once `hps` is settled (and so checked)."""
+  if hps.save_decoding_defaults:
+    decoding_defaults.store(hps, given)
 
 
 def from_run(hps, given, recorded):

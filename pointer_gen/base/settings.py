@@ -18,10 +18,13 @@ from pointer_gen.base.errors import DataError
 # model's shape or how text becomes ids, recorded, and no mode may run the run's model with
 # another value (a given one that differs is an error naming it). DATA: how the data files are
 # laid out, recorded and inherited, but eval and decode may read files laid out otherwise.
-# PHASE: recorded, decided by the checkpoint a mode loads (coverage). None: not recorded, free
-# to differ between modes and runs.
-FIXED, DATA, PHASE = "fixed", "data", "phase"
-RECORDS = (FIXED, DATA, PHASE)
+# PHASE: recorded, decided by the checkpoint a mode loads (coverage). DECODING: how the run's
+# model decodes (the search), which a run keeps as its decoding defaults when given to train
+# (search/decoding_defaults.py; each search strategy's and decoding control's settings are so
+# too, by being registered): the modes that decode take one where it is not given, and a given
+# one wins. None: not recorded, free to differ between modes and runs.
+FIXED, DATA, PHASE, DECODING = "fixed", "data", "phase", "decoding"
+RECORDS = (FIXED, DATA, PHASE, DECODING)
 
 
 def setting(default, help_text, check=None, metrics_after=None, choices=None, record=None,
@@ -32,12 +35,12 @@ def setting(default, help_text, check=None, metrics_after=None, choices=None, re
   DataError names the flag); metrics_after: the flag after which single-pass decode's
   metrics.json writes it (None: after the flags it orders), so that a file's layout stays as it
   was when the setting was added; choices: the values it takes (an enum flag), which its check
-  then also holds it to; record: how the run's record treats it (FIXED, DATA, PHASE or None);
-  example: a value that turns on what the setting controls (a word for a word list, a number
-  off the default), with which the generic tests of a registry's variants (a decoding control,
-  a search strategy) switch each on, as no rule made from the type alone could (None: none
-  declared). The flag's type is the field's (int, float, bool or str; `X | None` for a setting whose
-  default is None).
+  then also holds it to; record: how the run's record treats it (FIXED, DATA, PHASE, DECODING
+  or None); example: a value that turns on what the setting controls (a word for a word list,
+  a number off the default), with which the generic tests of a registry's variants (a decoding
+  control, a search strategy) switch each on, as no rule made from the type alone could (None:
+  none declared). The flag's type is the field's (int, float, bool or str; `X | None` for a
+  setting whose default is None).
   """
   if record not in (None, *RECORDS):
     raise ValueError(f"record={record!r}: expected one of {RECORDS} or None")
@@ -83,7 +86,7 @@ class Settings:
   @classmethod
   def declared(cls):
     """Each setting as its flag: (name, type, default, help), the type without None."""
-    return tuple((field.name, _flag_type(field.type), field.default, field.metadata["help"])
+    return tuple((field.name, flag_type(field.type), field.default, field.metadata["help"])
                  for field in dataclasses.fields(cls))
 
   @classmethod
@@ -143,11 +146,11 @@ def define_flags(classes, flag_values=flags.FLAGS):
       flags.DEFINE_enum(field.name, field.default, list(choices), field.metadata["help"],
                         flag_values=flag_values)
     else:
-      define[_flag_type(field.type)](field.name, field.default, field.metadata["help"],
+      define[flag_type(field.type)](field.name, field.default, field.metadata["help"],
                                      flag_values=flag_values)
 
 
-def _flag_type(annotation):
+def flag_type(annotation):
   """int, float, bool or str, from a setting's annotation (`X | None` gives X)."""
   if isinstance(annotation, types.UnionType):
     (annotation,) = (arg for arg in annotation.__args__ if arg is not type(None))

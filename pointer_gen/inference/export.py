@@ -36,7 +36,8 @@ Signatures:
     (L = the longest article of the request after truncation, at least 1; rows and columns past
     a summary's or an article's end are 0 / "").
   settings         () -> the decode settings recorded at export (also in
-                   assets.extra/pointer_gen_export.json), the strategy as `search`.
+                   assets.extra/pointer_gen_export.json), the strategy as `search`, and in
+                   `decoding_defaults` the names of those that are the run's decoding defaults.
 
 Input of any other shape than [B] (a scalar string) is an InvalidArgumentError saying so.
 An article without tokens (empty or whitespace only) gets summary "", no tokens, log_prob 0 and
@@ -239,6 +240,10 @@ def recorded_settings(hps, vocab_size, ckpt_path, step):
       "vocab_size": vocab_size,
       "max_enc_steps": hps.max_enc_steps,
       **strategies.written(hps, constants=True),
+      # Which of them are the run's decoding defaults (<run>/decoding_defaults.json), not given
+      # to the export: their names, comma-separated ("" for none).
+      "decoding_defaults": ",".join(
+          name for name, _ in (hps.decoding_defaults.values if hps.decoding_defaults else ())),
       # The attention's implementation; compiled_attention: an XLA kernel in it, so the server
       # must run XLA.
       "attention_implementation": attention_lib.chosen(hps, "export").name,

@@ -6,6 +6,8 @@
   distribution         the best candidates of the final distribution, which strategies share
   registry             `--search`: the strategies by name, their settings as flags, written out
   continuous_batching  single-pass decode's slots, each taking the next article when done
+  decoding_defaults    `<run>/decoding_defaults.json`: how the run decodes, as given to its
+                       training or stored since, which the modes that decode take
   controls             the decoding controls every strategy's steps apply to the final
                        distribution (minimum length, n-gram blocking, [UNK], repetition), a
                        package with its own registry

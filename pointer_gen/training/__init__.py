@@ -1,5 +1,6 @@
 """Training and its checkpoints. Uses every layer below it (base, text, formats, data,
-attention, model); never search or inference.
+attention, model); of search only the run's decoding defaults that training records, and never
+inference.
 
   training_state   the model, its Adagrad and the step as one checkpoint; the train dir's upkeep
   train            `--mode=train`: the loop, its saves, TensorBoard, non-finite guard

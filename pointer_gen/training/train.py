@@ -22,6 +22,7 @@ from pointer_gen.base.errors import OutputError
 from pointer_gen.data import pipeline as data
 from pointer_gen.data import run_record
 from pointer_gen.model import losses
+from pointer_gen.search import decoding_defaults
 from pointer_gen.training import training_state
 
 
@@ -341,6 +342,7 @@ class _RunDirectorySnapshot:
   def __init__(self, hps):
     self.train_dir = hps.train_dir
     self.record = run_record.path_in(hps.run_dir)
+    self.decoding = decoding_defaults.path_in(hps.run_dir)
     self.lock = os.path.join(hps.run_dir, run_lock.LOCK_NAME)
     self.missing_dirs = []  # deepest first
     directory = os.path.abspath(self.train_dir)
@@ -349,6 +351,7 @@ class _RunDirectorySnapshot:
       directory = os.path.dirname(directory)
     self.train_entries = set(os.listdir(self.train_dir)) if os.path.isdir(self.train_dir) else set()
     self.record_bytes = _read_bytes(self.record)
+    self.decoding_bytes = _read_bytes(self.decoding)
     self.had_lock = os.path.exists(self.lock)
 
   def restore(self):
@@ -362,12 +365,14 @@ class _RunDirectorySnapshot:
             shutil.rmtree(path)
           else:
             os.remove(path)
-      if self.record_bytes is None:
-        with contextlib.suppress(FileNotFoundError):
-          os.remove(self.record)
-      elif _read_bytes(self.record) != self.record_bytes:
-        with files.atomic_file(self.record, "wb") as f:
-          f.write(self.record_bytes)
+      for path, found in ((self.record, self.record_bytes),
+                          (self.decoding, self.decoding_bytes)):
+        if found is None:
+          with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+        elif _read_bytes(path) != found:
+          with files.atomic_file(path, "wb") as f:
+            f.write(found)
       if not self.had_lock:
         with contextlib.suppress(FileNotFoundError):
           os.remove(self.lock)
@@ -390,9 +395,11 @@ def _read_bytes(path):
     return f.read()
 
 
-def run(hps, vocab, strategy):
+def run(hps, vocab, strategy, decoding=None):
   """`--mode=train`: trains the run (under its trainer lock) and prints the loss curve; returns
-  the steps run, one dict of scalars each."""
+  the steps run, one dict of scalars each. decoding: the decoding settings given
+  ({setting: value}, decoding_defaults.given), recorded with the run's record as its decoding
+  defaults."""
   # Only the chief writes the run directory; the other workers write private temporary ones.
   chief = distribute.is_chief(strategy)
   snapshot = _RunDirectorySnapshot(hps) if chief else None
@@ -405,10 +412,12 @@ def run(hps, vocab, strategy):
       resumed = checkpoints.newest(hps.train_dir)
       if chief and not resumed:
         run_record.write(hps, new_run=True)
+        decoding_defaults.record(hps, decoding, new_run=True)
       trainer = Trainer(hps, vocab, strategy)
       trainer.restore()
       if chief and resumed:
         run_record.write(hps)
+        decoding_defaults.record(hps, decoding)
       history = trainer.train(restored=True)
   except Exception:
     if snapshot and not (trainer and trainer.steps_run):
