@@ -132,9 +132,10 @@ def test_misuse_is_a_clear_error(loaded, tmp_path):
 def test_summarize_takes_every_setting_decode_mode_declares():
   """summarize()'s settings (and export()'s, which add its compiled attention) are the ones
   --help lists under decode, from the same declarations (DecodeSettings' fields, each search
-  strategy's and decoding control's own), and batch_size."""
+  strategy's and decoding control's own), and those declared `decoding` elsewhere (the
+  summary's maximum length, batch_size)."""
   decode_group = dict(config.help_groups())[config.DecodeSettings.HELP]
-  assert api.SUMMARIZE_SETTINGS == frozenset(decode_group) | {"batch_size"}
+  assert api.SUMMARIZE_SETTINGS == frozenset(decode_group) | {"max_dec_steps", "batch_size"}
   for strategy in strategies.STRATEGIES.values():
     assert set(strategy.Options.flags()) <= api.SUMMARIZE_SETTINGS < api.EXPORT_SETTINGS
 
