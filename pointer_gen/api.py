@@ -240,6 +240,11 @@ def fit(run_dir, data=None, **settings):
   """
   where = "fit()"
   _hparams(run_dir, "train", settings, where)  # bad settings are refused before the pairs' write
+  if (data is not None and not settings.get("vocab_path")
+      and run_record.read(os.path.abspath(os.fspath(run_dir))) is None):
+    # Said in keywords: the command line's error would name --vocab_path and --data_path.
+    raise DataError(f"{where}: vocab_path= is required with data= for a new run (a vocab file "
+                    "of 'word count' lines: tools/make_vocab.py makes one from the data)")
   settings = _data_setting(data, settings, where,
                            lambda: os.path.join(os.fspath(run_dir), TRAIN_PAIRS))
   hps, given = _hparams(run_dir, "train", settings, where)
