@@ -125,7 +125,7 @@ def test_misuse_is_a_clear_error(loaded, tmp_path):
   with pytest.raises(TypeError, match="expected a list of articles"):
     summarizer.summarize("one string")
   with pytest.raises(TypeError, match=r"fit\(\): pair 0 is not an \(article, abstract\) pair"):
-    pointer_gen.fit(tmp_path / "new", data=["just an article"])
+    pointer_gen.fit(tmp_path / "new", data=["just an article"], vocab_path="vocab")
   assert not (tmp_path / "new").exists()
 
 
