@@ -44,7 +44,7 @@ from pointer_gen.base.version import __version__
 
 # The Python API (api.py, docs/python.md), imported when first used: importing the package
 # imports no TensorFlow and changes no process-wide setting.
-_API = ("fit", "load", "Summarizer", "Summary")
+_API = ("fit", "load", "settings", "Summarizer", "Summary", "NBestSummary")
 __all__ = list(_API)
 
 
@@ -53,3 +53,9 @@ def __getattr__(name):
     from pointer_gen import api  # pylint: disable=g-import-not-at-top
     return getattr(api, name)
   raise AttributeError(f"module 'pointer_gen' has no attribute {name!r}")
+
+
+def __dir__():
+  """The module's names and the API's, not yet imported: what dir() and a notebook's
+  completion list."""
+  return sorted({*globals(), *_API})

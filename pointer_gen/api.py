@@ -18,6 +18,8 @@ import difflib
 import json
 import os
 import tempfile
+import textwrap
+import typing
 
 import numpy as np
 
@@ -28,6 +30,7 @@ from pointer_gen.base import checkpoints
 from pointer_gen.base import distribute
 from pointer_gen.base import environment
 from pointer_gen.base import files
+from pointer_gen.base import settings as settings_lib
 from pointer_gen.base import stopping
 from pointer_gen.base.errors import DataError
 from pointer_gen.base.errors import make_output_dir
@@ -43,19 +46,23 @@ from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract
 from pointer_gen.search import decoding_defaults
 from pointer_gen.search import registry as strategies
-from pointer_gen.search.controls import registry as controls
 from pointer_gen.text import tokenizers as text
 from pointer_gen.text import vocab as vocab_lib
 from pointer_gen.training import evaluate as evaluate_lib
 from pointer_gen.training import train as train_lib
 from pointer_gen.training import train_utilities
 
+# Every setting's declaration by name, and the --help heading of what reads it.
+_DECLARED = {field.name: field for _, field in config.declarations()}
+_HEADING = {field.name: heading for heading, field in config.declarations()}
 # The settings a summarize() call may change: what decode mode reads, as declared (its own,
-# every search strategy's and every decoding control's) and how many articles run side by side.
-# The model's and the data's settings belong to load().
+# every search strategy's and every decoding control's) and those of other groups declared
+# `decoding` (the summary's maximum length, how many articles run side by side). The model's and
+# the data's settings belong to load().
 SUMMARIZE_SETTINGS = frozenset(
-    (*config.DecodeSettings.flags(), *(name for name, *_ in strategies.settings()),
-     *controls.flags(), "batch_size"))
+    name for name, field in _DECLARED.items()
+    if _HEADING[name] == config.DecodeSettings.HELP or field.metadata["decoding"]
+    or field.metadata["record"] == settings_lib.DECODING)
 EXPORT_SETTINGS = SUMMARIZE_SETTINGS | {"export_compiled_attention"}
 # The fields that are no setting (settle.py works them out) and those the call's arguments set.
 _NOT_SETTINGS = frozenset(config.SETTLED) | {"mode", "log_root", "exp_name", "ckpt_path"}
@@ -76,9 +83,58 @@ def _check_names(settings, allowed, where, hint):
       raise TypeError(f"{where}: {name!r} is not {hint}{suggestion}")
 
 
+class Setting(typing.NamedTuple):
+  """A setting, a keyword of the API's calls named as its flag: its default (what a call that
+  leaves it out runs with, unless the run's record holds it), the --help heading of what reads
+  it (a mode's, or config.COMMON: every mode's) and its help."""
+  name: str
+  default: object
+  read_by: str
+  help: str
+
+
+# What each call reads, by --help's headings: the common settings and its mode's (summarize()
+# and export() read only decode's: SUMMARIZE_SETTINGS, EXPORT_SETTINGS). fit(), load() and
+# evaluate() take any setting; one that nothing they run reads changes nothing.
+_READ_BY = {"fit": (config.COMMON, config.TrainSettings.HELP, config.DistributeSettings.HELP),
+            "load": (config.COMMON, config.DecodeSettings.HELP), "evaluate": (config.COMMON,)}
+CALLS = ("fit", "load", "summarize", "evaluate", "export")
+
+
+def settings(call=None):
+  """The settings, each a Setting (name, default, read_by, help), in --help's order: every one
+  (call=None), or those `call` reads, one of "fit", "load", "summarize", "evaluate" and
+  "export"."""
+  if call is not None and call not in CALLS:
+    raise ValueError(f"settings(): call={call!r}: expected None or one of {', '.join(CALLS)}")
+  takes = {"summarize": SUMMARIZE_SETTINGS, "export": EXPORT_SETTINGS}.get(call)
+  return tuple(
+      Setting(name, field.default, _HEADING[name], field.metadata["help"])
+      for name, field in _DECLARED.items()
+      if name in _setting_names() and (
+          call is None or (name in takes if takes else _HEADING[name] in _READ_BY[call])))
+
+
+def _settings_doc(call, indent):
+  """The list that ends `call`'s docstring: the settings it reads with their defaults, by what
+  reads them, indented by `indent` spaces as the docstring."""
+  by_heading = {}
+  for setting in settings(call):
+    by_heading.setdefault(setting.read_by, []).append(f"{setting.name}={setting.default!r}")
+  lines = textwrap.wrap(f"Settings (keyword=default) by what reads them; "
+                        f"pointer_gen.settings({call!r}) gives each with its help:",
+                        width=100 - indent)
+  for heading, items in by_heading.items():
+    lines += textwrap.wrap(", ".join(items), width=100 - indent, initial_indent=f"  {heading}: ",
+                           subsequent_indent="    ", break_long_words=False,
+                           break_on_hyphens=False)
+  return textwrap.indent("\n".join(lines), " " * indent)
+
+
 def _hparams(run_dir, mode, settings, where, **fixed):
   """(HParams of `settings` for the run directory `run_dir` in `mode`, the names given)."""
-  _check_names(settings, _setting_names(), where, "a setting (docs/python.md lists them)")
+  _check_names(settings, _setting_names(), where,
+               "a setting (pointer_gen.settings() and docs/python.md list them)")
   run_dir = os.path.abspath(os.fspath(run_dir))
   log_root, exp_name = os.path.split(run_dir)
   values = {**settings, **fixed, "mode": mode, "log_root": log_root, "exp_name": exp_name}
@@ -181,8 +237,8 @@ def fit(run_dir, data=None, **settings):
 
   data: a --data_path glob, or (article, abstract) pairs of raw text (a list, any iterable, a
   tf.data.Dataset), tokenised as the settings say (tokenizer, lowercase) and kept in
-  <run_dir>/train_pairs.jsonl. settings: the run's (vocab_path, hidden_dim, num_train_steps,
-  ...), as the flags of the same names; left out, a resumed run's record fills the model's in.
+  <run_dir>/train_pairs.jsonl. settings: the run's, as the flags of the same names (listed at
+  the end); left out, a resumed run's record fills the model's in.
 
   Examples:
 
@@ -196,6 +252,11 @@ def fit(run_dir, data=None, **settings):
   """
   where = "fit()"
   _hparams(run_dir, "train", settings, where)  # bad settings are refused before the pairs' write
+  if (data is not None and not settings.get("vocab_path")
+      and run_record.read(os.path.abspath(os.fspath(run_dir))) is None):
+    # Said in keywords: the command line's error would name --vocab_path and --data_path.
+    raise DataError(f"{where}: vocab_path= is required with data= for a new run (a vocab file "
+                    "of 'word count' lines: tools/make_vocab.py makes one from the data)")
   settings = _data_setting(data, settings, where,
                            lambda: os.path.join(os.fspath(run_dir), TRAIN_PAIRS))
   hps, given = _hparams(run_dir, "train", settings, where)
@@ -207,10 +268,10 @@ def load(run_dir, checkpoint=None, **settings):
   """The run in `run_dir` loaded as decode mode loads it: its record's model settings, vocab
   and tokenisation, the coverage its checkpoint has. checkpoint: None (the newest of train/),
   "best" (eval's best model), a step (train/model.ckpt-<step>) or a checkpoint prefix.
-  settings: decode's (search, beam_size, min_dec_steps, ...) for every summarize() call, and
-  those the record holds, which must agree with it. A decoding setting not given is the run's
-  decoding default where it has one (`Summarizer.decoding_defaults`: as given to its training
-  or stored since), else the declared default.
+  settings: decode's for every summarize() call, and those the record holds, which must agree
+  with it (all listed at the end). A decoding setting not given is the run's decoding default
+  where it has one (`Summarizer.decoding_defaults`: as given to its training or stored since),
+  else the declared default.
 
   Examples:
 
@@ -274,6 +335,32 @@ def _train_checkpoints(train_dir):
           if name.startswith(prefix) and name.endswith(".index")]
 
 
+def _batch_of(example):
+  """A batch of one article, `example` (summaries.examples'), as summaries.run_search takes
+  it."""
+  return {"enc_input": example["enc_input"][None], "enc_input_ext": example["enc_input_ext"][None],
+          "enc_len": np.array([len(example["enc_input"])], np.int32),
+          "num_oovs": np.array([example["num_oovs"]], np.int32)}
+
+
+def _empty_summary(hps, attention):
+  """The Summary of an article without tokens: what the export gives it (no words, log_prob
+  and p_gen_mean 0, each of the n best the same)."""
+  n_best = (tuple(NBestSummary("", 0.0, 0.0) for _ in range(hps.n_best)) if hps.n_best > 1
+            else None)
+  return Summary(text="", tokens=(), log_prob=0.0, p_gen_mean=0.0, article_tokens=(),
+                 attention=np.zeros((0, 0), np.float32) if attention else None, n_best=n_best)
+
+
+class NBestSummary(typing.NamedTuple):
+  """One of a Summary's n best, with n_best.jsonl's field names: summary, its text (written as
+  Summary.text is); score, what the search ranked it by (the beam search's --ranking); log_prob,
+  the log-probability of its tokens."""
+  summary: str
+  score: float
+  log_prob: float
+
+
 @dataclasses.dataclass(frozen=True)
 class Summary:
   """One article's summary.
@@ -284,7 +371,9 @@ class Summary:
   summarize(attention=True), the attention of each step over the article's tokens, a float
   array [len(tokens) + 1 if it ended by [STOP] else len(tokens), len(article_tokens)], else
   None; article_tokens: the article's tokens the model read (max_enc_steps at most); n_best:
-  with n_best > 1, the search's best summaries as (text, score, log_prob), best first.
+  with n_best > 1, the search's best summaries, best first, each an NBestSummary (summary,
+  score, log_prob), else None. An article without tokens (empty or whitespace only) is not
+  searched: its summary is "", with no tokens, log_prob and p_gen_mean 0, as the export's.
   """
   text: str
   tokens: tuple
@@ -321,8 +410,18 @@ class Summarizer:
     return self.hparams.decoding_defaults.as_dict()
 
   def _settings(self, settings, where, allowed=SUMMARIZE_SETTINGS):
-    _check_names(settings, allowed & _setting_names(), where,
-                 "a decoding setting (the run's other settings are load()'s)")
+    call = where.removesuffix("()")
+    for name in settings:
+      # A setting, but the run's: no closest decoding setting is offered in its place.
+      if name in _setting_names() and name not in allowed:
+        value = getattr(self.hparams, name)
+        fixed = _DECLARED[name].metadata["record"] == settings_lib.FIXED
+        why = (f"the run's record ({run_record.FILE_NAME}) fixes it: the model runs with the "
+               f"value it was trained with (this run's is {value!r})" if fixed
+               else f"the run's other settings are load()'s (this one's is {value!r})")
+        raise TypeError(f"{where}: {name!r} is not a decoding setting: {why}")
+    _check_names(settings, allowed, where,
+                 f"a decoding setting (pointer_gen.settings({call!r}) lists them)")
     hps = self.hparams.replace(
         **settings, decoding_defaults=self.hparams.decoding_defaults.without(settings))
     hps = hps.validated()
@@ -352,9 +451,9 @@ class Summarizer:
     tokenized: the articles are already the model's tokens, separated by spaces, as the
     run's data files were (the .bin format's text); else raw text, tokenised as the run's
     raw text was (its record's raw_tokenizer). attention: also each step's attention (searched
-    one article at a time, as decode mode's attention files). settings: decode's (search=,
-    beam_size=, min_dec_steps=, the controls', batch_size= articles searched side by side),
-    for this call.
+    one article at a time, as decode mode's attention files). settings: decode's (the search,
+    its strategy's, the controls', max_dec_steps, batch_size: articles searched side by side;
+    all listed at the end), for this call.
 
     Examples:
 
@@ -382,14 +481,19 @@ class Summarizer:
         len(self.vocab),
         hps.replace(single_pass=True, tokenizer=reads.tokenizer, lowercase=reads.lowercase),
         1 if attention else hps.batch_size)
+    # An article without tokens (empty or whitespace only) is not searched (it has no position
+    # to attend over): its summary is empty, as the export's is (docs/serving.md).
+    examples = list(summaries.examples(batches))
+    searched = [example for example in examples if len(example["enc_input"])]
     if attention:
       search = self._search(hps, attention=True)
-      results = ((example, result) for batch in batches
-                 for example, result in zip(summaries.examples([batch]),
-                                            summaries.run_search(search, batch)))
+      results = (result for example in searched
+                 for result in summaries.run_search(search, _batch_of(example)))
     else:
-      results = self._search(hps, attention=False).decode(summaries.examples(batches))
-    return [self._summary(hps, example, result, reads.tokenizer) for example, result in results]
+      results = (result for _, result in self._search(hps, attention=False).decode(searched))
+    return [self._summary(hps, example, next(results), reads.tokenizer)
+            if len(example["enc_input"]) else _empty_summary(hps, attention)
+            for example in examples]
 
   def _search(self, hps, attention):
     """The compiled search of `hps` (decode's continuous batching, or a one-article search
@@ -414,8 +518,8 @@ class Summarizer:
     n_best = None
     if hps.n_best > 1:
       line = summaries.n_best_line(self.vocab, result, example, 0)
-      n_best = tuple((text.written_text(entry["summary"].split(), tokenizer), entry["score"],
-                      entry["log_prob"]) for entry in line["n_best"])
+      n_best = tuple(NBestSummary(text.written_text(entry["summary"].split(), tokenizer),
+                                  entry["score"], entry["log_prob"]) for entry in line["n_best"])
     return Summary(
         text=text.written_text(summary.words, tokenizer) if summary.words else "",
         tokens=tuple(summary.words), log_prob=float(result.log_prob),
@@ -426,7 +530,7 @@ class Summarizer:
     """The checkpoint's losses on `data` as `--mode=eval --single_pass` scores them (and
     writes them: <run>/eval/metrics-<step>.json and TensorBoard): {"loss", "num_examples",
     "mean_nll_per_token", ...}. data: a --data_path glob, or (article, abstract) pairs of raw
-    text; settings: the data's (data_format, article_key, ...).
+    text; settings: the data's (listed at the end).
 
     Examples:
 
@@ -464,3 +568,17 @@ class Summarizer:
     raw_text.required(hps, "export()")  # the SavedModel tokenises raw text
     return export_lib.export(hps, self.vocab, self.checkpoint, export_dir,
                              version=version)
+
+
+def _document_settings():
+  """Ends each call's docstring (help(pointer_gen.load), ...) with the settings it reads and
+  their defaults, from the declarations."""
+  for function, call, indent in ((fit, "fit", 2), (load, "load", 2),
+                                 (Summarizer.summarize, "summarize", 4),
+                                 (Summarizer.evaluate, "evaluate", 4),
+                                 (Summarizer.export, "export", 4)):
+    function.__doc__ = (f"{function.__doc__.rstrip()}\n\n{_settings_doc(call, indent)}\n"
+                        + " " * indent)
+
+
+_document_settings()

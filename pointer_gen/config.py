@@ -101,7 +101,7 @@ class DataSettings(settings.Settings):
                                positive, record=FIXED)
   max_dec_steps: int = setting(100, "Max summary tokens (decoder steps).", positive,
                                record=DECODING)
-  batch_size: int = setting(16, "Minibatch size (per replica).", positive)
+  batch_size: int = setting(16, "Minibatch size (per replica).", positive, decoding=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,13 +254,22 @@ def define_flags():
     settings.define_flags(_with_registered(group))
 
 
+def declarations():
+  """((--help's heading, the setting's declaration: the dataclasses.Field settings.setting
+  made), ...): every setting once, in --help's order (the common ones first)."""
+  fields = {}
+  for group in GROUPS:
+    fields.setdefault(getattr(group, "HELP", COMMON), []).extend(
+        field for cls in _with_registered(group) for field in settings.declarations(cls))
+  return tuple((title, field) for title, members in fields.items() for field in members)
+
+
 def help_groups():
   """((--help's heading, the flag names under it), ...): every setting once, the common ones
   first."""
   names = {}
-  for group in GROUPS:
-    own = [field.name for cls in _with_registered(group) for field in settings.declarations(cls)]
-    names.setdefault(getattr(group, "HELP", COMMON), []).extend(own)
+  for title, field in declarations():
+    names.setdefault(title, []).append(field.name)
   return tuple((title, tuple(members)) for title, members in names.items())
 
 

@@ -28,7 +28,7 @@ RECORDS = (FIXED, DATA, PHASE, DECODING)
 
 
 def setting(default, help_text, check=None, metrics_after=None, choices=None, record=None,
-            example=None):
+            example=None, decoding=False):
   """A field of a Settings: the setting, and the flag of the same name that sets it.
 
   help_text: the flag's help; check: value -> None, or what is wrong with the value (the
@@ -36,11 +36,14 @@ def setting(default, help_text, check=None, metrics_after=None, choices=None, re
   metrics.json writes it (None: after the flags it orders), so that a file's layout stays as it
   was when the setting was added; choices: the values it takes (an enum flag), which its check
   then also holds it to; record: how the run's record treats it (FIXED, DATA, PHASE, DECODING
-  or None); example: a value that turns on what the setting controls (a word for a word list,
-  a number off the default), with which the generic tests of a registry's variants (a decoding
-  control, a search strategy) switch each on, as no rule made from the type alone could (None:
-  none declared). The flag's type is the field's (int, float, bool or str; `X | None` for a
-  setting whose default is None).
+  or None; a DECODING setting is kept as the run's decoding default, and each decode of a
+  loaded run may set it anew); example: a value that turns on what the setting controls (a
+  word for a word list, a number off the default), with which the generic tests of a
+  registry's variants (a decoding control, a search strategy) switch each on, as no rule made
+  from the type alone could (None: none declared); decoding: a setting of another group that
+  decoding reads too, so that each decode of a loaded run may set it anew (the Python API's
+  summarize() and export() take it, as they take what decode's own group declares). The flag's
+  type is the field's (int, float, bool or str; `X | None` for a setting whose default is None).
   """
   if record not in (None, *RECORDS):
     raise ValueError(f"record={record!r}: expected one of {RECORDS} or None")
@@ -49,7 +52,7 @@ def setting(default, help_text, check=None, metrics_after=None, choices=None, re
     check = _one_of(choices, check)
   return dataclasses.field(default=default, metadata={
       "help": help_text, "check": check, "metrics_after": metrics_after, "choices": choices,
-      "record": record, "example": example})
+      "record": record, "example": example, "decoding": decoding})
 
 
 def _one_of(choices, check=None):

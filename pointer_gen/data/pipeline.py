@@ -386,7 +386,8 @@ def _causes(hps, vocab, sample, rate, better, sidecar, same_tokenization):
                   "frequent words occur in these articles. Give the vocab of this data "
                   "(tools/make_vocab.py makes one).")
   if causes:
-    return " ".join(causes)
+    # Each cause a sentence: those after the first begin with a capital.
+    return " ".join([causes[0], *(cause[0].upper() + cause[1:] for cause in causes[1:])])
   recorded = (f", made with this tokenisation ({vocab_lib.tokenization_path(hps.vocab_path)} "
               "records it)," if same_tokenization and sidecar is not None else "")
   return (f"the vocab{recorded} holds too few of this data's words ({len(vocab)} entries): make "

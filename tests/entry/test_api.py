@@ -125,16 +125,17 @@ def test_misuse_is_a_clear_error(loaded, tmp_path):
   with pytest.raises(TypeError, match="expected a list of articles"):
     summarizer.summarize("one string")
   with pytest.raises(TypeError, match=r"fit\(\): pair 0 is not an \(article, abstract\) pair"):
-    pointer_gen.fit(tmp_path / "new", data=["just an article"])
+    pointer_gen.fit(tmp_path / "new", data=["just an article"], vocab_path="vocab")
   assert not (tmp_path / "new").exists()
 
 
 def test_summarize_takes_every_setting_decode_mode_declares():
   """summarize()'s settings (and export()'s, which add its compiled attention) are the ones
   --help lists under decode, from the same declarations (DecodeSettings' fields, each search
-  strategy's and decoding control's own), and batch_size."""
+  strategy's and decoding control's own), and those declared `decoding` elsewhere (the
+  summary's maximum length, batch_size)."""
   decode_group = dict(config.help_groups())[config.DecodeSettings.HELP]
-  assert api.SUMMARIZE_SETTINGS == frozenset(decode_group) | {"batch_size"}
+  assert api.SUMMARIZE_SETTINGS == frozenset(decode_group) | {"max_dec_steps", "batch_size"}
   for strategy in strategies.STRATEGIES.values():
     assert set(strategy.Options.flags()) <= api.SUMMARIZE_SETTINGS < api.EXPORT_SETTINGS
 
