@@ -192,6 +192,7 @@ def test_a_bad_file_is_an_error_naming_it(run_dir, demo_corpus, content, message
     _settle(run_dir, demo_corpus["val"], "--mode=decode")
 
 
+@pytest.mark.slow
 def test_the_exports_settings_say_which_are_the_runs(run_dir, demo_corpus, tmp_path, capsys):
   code, _, err = run_main(capsys, *_run_flags(run_dir), "--mode=export", "--beam_size=2",
                           f"--export_dir={tmp_path / 'export'}")
