@@ -85,20 +85,23 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 # The marker of the costly tests: those that start real processes (the command line signalled,
-# killed or side by side, workers, exports loaded in fresh interpreters, tools run as scripts) and
-# those that write a SavedModel (an export traces every serving signature and checks it in TF's
-# two loaders). `-m "not slow"` is the quick tier run between edits. A test that does either
-# without the marker fails, naming what it did, so the quick tier never does. Only the main
-# thread's processes are the running test's: a module fixture's threads (test_reliability's
-# `background`) run the processes of the slow tests selected beside it while other tests run.
+# killed or side by side, workers, exports loaded in fresh interpreters, tools run as scripts),
+# those that export (build the export's serving module, whose signatures trace the whole
+# tokenise-search-detokenise graph, or write a SavedModel) and those that run the modes end to
+# end (a second mode run to its end in one test or fixture: trained then decoded, resumed,
+# decoded twice to compare). `-m "not slow"` is the quick tier run between edits: one mode at a
+# time and the parts beneath it. A test that does any of these without the marker fails, naming
+# what it did, so the quick tier never does. Only the main thread's are the running test's: a
+# module fixture's threads (test_reliability's `background`) run the processes of the slow tests
+# selected beside it while other tests run.
 SLOW = "slow"
-_RUNNING = {"item": None}
+_RUNNING = {"item": None, "modes_run": 0}
 # Not a test's process: the standard library's platform module runs `uname -p` on first use.
 _NOT_TESTS_PROCESSES = frozenset({"uname"})
 
 
 class SlowInQuickTest(Exception):
-  """A test not marked slow started a process or wrote a SavedModel."""
+  """A test not marked slow started a process, exported or ran a second mode to its end."""
 
 
 def _refuse_unless_slow(what):
@@ -117,32 +120,76 @@ def _guarded_process(execute_child):
   return execute
 
 
-def _guarded_save(save):
+def _guarded(function, what):
   def guarded(*args, **kwargs):
-    _refuse_unless_slow("writes a SavedModel")
-    return save(*args, **kwargs)
+    _refuse_unless_slow(what)
+    return function(*args, **kwargs)
   guarded.guarded = True
   return guarded
+
+
+def _counting_modes(run_settled):
+  """api.run_settled, every mode's run under the command line and the API, counting the runs
+  that end in the running test's call or fixture; the second is the end-to-end run."""
+  def counted(hps, *args, **kwargs):
+    result = run_settled(hps, *args, **kwargs)
+    if threading.current_thread() is threading.main_thread():
+      _RUNNING["modes_run"] += 1
+      if _RUNNING["modes_run"] > 1:
+        _refuse_unless_slow(f"runs a second mode to its end (--mode={hps.mode})")
+    return result
+  counted.guarded = True
+  return counted
 
 
 # pylint: disable-next=protected-access
 subprocess.Popen._execute_child = _guarded_process(subprocess.Popen._execute_child)
 
 
+def _guard_tensorflow_and_the_library():
+  """Guards tf.saved_model.save, the export's serving module and the modes' runs, once
+  TensorFlow is imported (not at import: the controller process of xdist imports no
+  TensorFlow, and the test modules import the library after it)."""
+  tf = sys.modules.get("tensorflow")
+  if tf is None or hasattr(tf.saved_model.save, "guarded"):
+    return
+  from pointer_gen import api  # pylint: disable=g-import-not-at-top
+  from pointer_gen.inference import export  # pylint: disable=g-import-not-at-top
+  tf.saved_model.save = _guarded(tf.saved_model.save, "writes a SavedModel")
+  export.ServingModule.__init__ = _guarded(export.ServingModule.__init__,
+                                           "builds the export's serving module")
+  api.run_settled = _counting_modes(api.run_settled)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
   """The test whose setup, call or teardown runs now (fixtures it makes included), for the
-  guards; tf.saved_model.save is guarded once TensorFlow is imported (not here: the controller
-  process of xdist imports no TensorFlow)."""
+  guards."""
   del nextitem
-  saved_model = getattr(sys.modules.get("tensorflow"), "saved_model", None)
-  if saved_model is not None and not hasattr(saved_model.save, "guarded"):
-    saved_model.save = _guarded_save(saved_model.save)
+  _guard_tensorflow_and_the_library()
   _RUNNING["item"] = item
   try:
     return (yield)
   finally:
     _RUNNING["item"] = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+  """A fixture's mode runs are counted apart from the test's and from the fixtures it uses."""
+  del fixturedef, request
+  outer, _RUNNING["modes_run"] = _RUNNING["modes_run"], 0
+  try:
+    return (yield)
+  finally:
+    _RUNNING["modes_run"] = outer
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+  del item
+  _RUNNING["modes_run"] = 0
+  return (yield)
 
 
 def pytest_collection_finish(session):

@@ -145,6 +145,7 @@ def _pairs(demo_corpus, count):
           for r in _records(demo_corpus["train"], count)]
 
 
+@pytest.mark.slow
 def test_a_run_trained_from_python_pairs_is_the_command_lines(demo_corpus, tmp_path, capsys):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   pairs = _pairs(demo_corpus, 24)

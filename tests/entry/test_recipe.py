@@ -185,6 +185,7 @@ def _tiny_demo_cfg():
   return text
 
 
+@pytest.mark.slow
 def test_a_run_decodes_after_its_checkout_moves(tmp_path, capsys, monkeypatch, demo_corpus):
   """The README's demo commands in a checkout that moves between training and decoding (the
   decode limited to a few articles)."""

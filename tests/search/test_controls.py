@@ -197,6 +197,7 @@ def _repeats(tokens, n, exempt=()):
   return len(grams) - len(set(grams))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(strategies.STRATEGIES))
 def test_every_control_with_every_strategy(tmp_path, name):
   """Every control on at once with its declared examples (a new one too): single-pass decode

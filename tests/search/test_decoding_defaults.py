@@ -87,6 +87,7 @@ def test_the_settings_given_to_training_are_the_runs_decoding_defaults(trained):
   assert "min_dec_steps" not in record and "beam_size" not in record
 
 
+@pytest.mark.slow
 def test_a_decode_without_them_is_the_decode_with_them_and_load_summarizes_the_same(
     run_dir, demo_corpus, capsys, caplog):
   given = [f"--{name}={value}" for name, value in TRAINED_WITH.items()]
@@ -272,6 +273,7 @@ def test_settings_stored_after_training(run_dir, demo_corpus, capsys):
   assert _stored(run_dir)["min_dec_steps"] == 1
 
 
+@pytest.mark.slow
 def test_a_resumed_training_records_its_settings_over_those_stored(
     run_dir, demo_corpus, capsys, caplog):
   with caplog.at_level("WARNING", logger="absl"):

@@ -162,6 +162,7 @@ class _SearchCalled(Exception):
   pass
 
 
+@pytest.mark.slow
 def test_export_records_and_uses_the_first_step_context(monkeypatch, tmp_path):
   vocab = vocab_lib.Vocab([f"w{i}" for i in range(20)])
   vocab_file = tmp_path / "vocab.txt"

@@ -106,6 +106,7 @@ def test_a_bad_value_is_refused_naming_the_flag(given, message):
     config.HParams(mode="decode", **given).validated()
 
 
+@pytest.mark.slow
 def test_single_pass_decode_and_the_export_give_the_n_best(tmp_path):
   """n_best.jsonl: a line an article, its summaries in rank order, the first the decoded file's;
   the export's n_best outputs the same. --n_best=1 writes no such file and the same summaries."""

@@ -125,6 +125,7 @@ def test_a_seed_gives_the_same_summaries_in_every_run_batch_and_mode(setup):
   assert other != first and sum(a == b for a, b in zip(other, first)) < NUM_ARTICLES // 2
 
 
+@pytest.mark.slow
 def test_the_export_draws_decodes_summaries_with_its_seed(setup, tmp_path):
   """The serving graph (in process) of --search=sample: decode's summaries for the seed fixed at
   export, which its `settings` signature names."""

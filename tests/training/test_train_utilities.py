@@ -174,6 +174,7 @@ def test_utilities_refuse_what_they_cannot_do(trained, tmp_path):
                                         len(vocab))
 
 
+@pytest.mark.slow
 def test_command_line_errors_and_success(trained, tmp_path, capsys):
   hps, _, corpus = trained
   common = [f"--data_path={corpus['train']}", f"--vocab_path={corpus['vocab']}",
