@@ -87,21 +87,24 @@ def pytest_xdist_make_scheduler(config, log):
 # The marker of the costly tests: those that start real processes (the command line signalled,
 # killed or side by side, workers, exports loaded in fresh interpreters, tools run as scripts),
 # those that export (build the export's serving module, whose signatures trace the whole
-# tokenise-search-detokenise graph, or write a SavedModel) and those that run the modes end to
-# end (a second mode run to its end in one test or fixture: trained then decoded, resumed,
-# decoded twice to compare). `-m "not slow"` is the quick tier run between edits: one mode at a
-# time and the parts beneath it. A test that does any of these without the marker fails, naming
+# tokenise-search-detokenise graph, or write a SavedModel), those that run the modes end to end
+# (a second mode run to its end in one test or fixture: trained then decoded, resumed, decoded
+# twice to compare) and those that train a model until it learns (over MAX_QUICK_STEPS training
+# steps in one test or fixture). `-m "not slow"` is the quick tier run between edits: one mode
+# at a time and the parts beneath it, on models trained a few steps. A test that does any of these without the marker fails, naming
 # what it did, so the quick tier never does. Only the main thread's are the running test's: a
 # module fixture's threads (test_reliability's `background`) run the processes of the slow tests
 # selected beside it while other tests run.
 SLOW = "slow"
-_RUNNING = {"item": None, "modes_run": 0}
+MAX_QUICK_STEPS = 100
+_RUNNING = {"item": None, "modes_run": 0, "steps": 0}
 # Not a test's process: the standard library's platform module runs `uname -p` on first use.
 _NOT_TESTS_PROCESSES = frozenset({"uname"})
 
 
 class SlowInQuickTest(Exception):
-  """A test not marked slow started a process, exported or ran a second mode to its end."""
+  """A test not marked slow started a process, exported, ran a second mode to its end or
+  trained over MAX_QUICK_STEPS steps."""
 
 
 def _refuse_unless_slow(what):
@@ -142,12 +145,28 @@ def _counting_modes(run_settled):
   return counted
 
 
+def _counting_steps(make_train_step):
+  """train.make_train_step, whose steps are counted in the running test's call or fixture."""
+  def make(*args, **kwargs):
+    train_step = make_train_step(*args, **kwargs)
+    def counted(*step_args, **step_kwargs):
+      if threading.current_thread() is threading.main_thread():
+        _RUNNING["steps"] += 1
+        if _RUNNING["steps"] > MAX_QUICK_STEPS:
+          _refuse_unless_slow(f"trains over {MAX_QUICK_STEPS} steps")
+      return train_step(*step_args, **step_kwargs)
+    return counted
+  make.guarded = True
+  return make
+
+
 # pylint: disable-next=protected-access
 subprocess.Popen._execute_child = _guarded_process(subprocess.Popen._execute_child)
 
 
 def _guard_tensorflow_and_the_library():
-  """Guards tf.saved_model.save, the export's serving module and the modes' runs, once
+  """Guards tf.saved_model.save, the export's serving module, the modes' runs and the training
+  steps, once
   TensorFlow is imported (not at import: the controller process of xdist imports no
   TensorFlow, and the test modules import the library after it)."""
   tf = sys.modules.get("tensorflow")
@@ -155,10 +174,12 @@ def _guard_tensorflow_and_the_library():
     return
   from pointer_gen import api  # pylint: disable=g-import-not-at-top
   from pointer_gen.inference import export  # pylint: disable=g-import-not-at-top
+  from pointer_gen.training import train  # pylint: disable=g-import-not-at-top
   tf.saved_model.save = _guarded(tf.saved_model.save, "writes a SavedModel")
   export.ServingModule.__init__ = _guarded(export.ServingModule.__init__,
                                            "builds the export's serving module")
   api.run_settled = _counting_modes(api.run_settled)
+  train.make_train_step = _counting_steps(train.make_train_step)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -176,19 +197,21 @@ def pytest_runtest_protocol(item, nextitem):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(fixturedef, request):
-  """A fixture's mode runs are counted apart from the test's and from the fixtures it uses."""
+  """A fixture's mode runs and steps are counted apart from the test's and from the fixtures it
+  uses."""
   del fixturedef, request
-  outer, _RUNNING["modes_run"] = _RUNNING["modes_run"], 0
+  outer = _RUNNING["modes_run"], _RUNNING["steps"]
+  _RUNNING["modes_run"] = _RUNNING["steps"] = 0
   try:
     return (yield)
   finally:
-    _RUNNING["modes_run"] = outer
+    _RUNNING["modes_run"], _RUNNING["steps"] = outer
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
   del item
-  _RUNNING["modes_run"] = 0
+  _RUNNING["modes_run"] = _RUNNING["steps"] = 0
   return (yield)
 
 

@@ -1,6 +1,6 @@
-"""The quick tier (`-m "not slow"`) starts no process, exports nothing and runs no modes end to
-end: conftest fails a test that does any of these without the slow marker, naming the test and
-what it did."""
+"""The quick tier (`-m "not slow"`) starts no process, exports nothing, runs no modes end to end
+and trains no model until it learns: conftest fails a test that does any of these without the
+slow marker, naming the test and what it did."""
 
 import subprocess
 import sys
@@ -12,6 +12,7 @@ import tensorflow as tf
 import conftest
 from pointer_gen import api
 from pointer_gen.inference import export
+from pointer_gen.training import train
 
 
 def test_a_process_started_by_a_test_without_the_marker_fails_it_naming_both(request):
@@ -96,3 +97,39 @@ def test_a_mode_run_that_fails_is_not_counted():
     with pytest.raises(ValueError, match="refused"):
       run_refused(_ModeRun("train"))
   _run_counted(_ModeRun("decode"))
+
+
+def _counted_step():
+  """A train step made by conftest's guard around a stand-in that keeps its calls."""
+  calls = []
+  return conftest._counting_steps(lambda: calls.append)(), calls  # pylint: disable=protected-access
+
+
+def test_the_library_makes_every_train_step_through_the_counted_function():
+  assert getattr(train.make_train_step, "guarded", False)
+
+
+def test_training_over_the_quick_tiers_steps_without_the_marker_fails_the_test():
+  step, calls = _counted_step()
+  for n in range(conftest.MAX_QUICK_STEPS):
+    step(n)
+  with pytest.raises(conftest.SlowInQuickTest, match=r"test_training_over_the_quick_tiers_steps_"
+                     rf"without_the_marker_fails_the_test trains over {conftest.MAX_QUICK_STEPS} "
+                     r"steps but is not marked @pytest\.mark\.slow"):
+    step(conftest.MAX_QUICK_STEPS)
+  assert calls == list(range(conftest.MAX_QUICK_STEPS))
+
+
+@pytest.fixture
+def trained_the_quick_tiers_steps():
+  step, _ = _counted_step()
+  for n in range(conftest.MAX_QUICK_STEPS):
+    step(n)
+
+
+def test_a_fixtures_steps_and_the_tests_are_counted_apart(trained_the_quick_tiers_steps):
+  del trained_the_quick_tiers_steps
+  step, calls = _counted_step()
+  for n in range(conftest.MAX_QUICK_STEPS):
+    step(n)
+  assert len(calls) == conftest.MAX_QUICK_STEPS

@@ -85,6 +85,7 @@ def _decode(model, articles, first_step_context):
                    for n in range(len(length))]), result.log_prob.numpy())
 
 
+@pytest.mark.slow
 def test_copy_task_decodes_with_the_training_first_step(copy_model):
   model, losses = copy_model
   assert np.mean(losses[-20:]) < 0.02, losses[-20:]
