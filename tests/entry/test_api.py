@@ -214,6 +214,10 @@ def test_the_python_docs_examples_run_from_a_fresh_directory(tmp_path, monkeypat
   assert namespace["history"][-1]["step"] == 5
   greedy = namespace["summarizer"].summarize(namespace["articles"], search="greedy")
   assert all(f"{s.text} {s.log_prob} {s.p_gen_mean}" in printed for s in greedy)
+  # The page says what a model of five steps prints, and why, before a reader runs it.
+  said = re.search(r"so its summaries repeat the commonest words \(`(.*?) \.\.\.`\)",
+                   (REPO / "docs" / "python.md").read_text(encoding="utf-8"))
+  assert said and all(s.text.startswith(said[1]) for s in greedy), [s.text for s in greedy]
   assert namespace["summary"].attention.shape[1] == len(namespace["summary"].article_tokens)
   assert os.path.isfile(tmp_path / "runs" / "python_demo" / "export" / "5" / "saved_model.pb")
   served = [s.decode("utf-8") for s in namespace["serve"](
