@@ -227,3 +227,52 @@ def test_a_rouge_tokenizer_that_loses_most_references_is_refused(csl_titles, vie
     decode.check_rouge_tokenizer(_decode_hparams(vietnews / "chunked" / "val_000.bin"))
   # English runs as today.
   decode.check_rouge_tokenizer(_decode_hparams(demo_corpus["val"]))
+
+
+def _in_pairs(sentence):
+  """Word-segmented Chinese, as a segmenter would write it (near enough for ROUGE): `sentence`'s
+  cjk tokens, each two ideographs in a row joined into one word."""
+  words = []
+  for token in cjk.tokens(sentence):
+    if words and len(words[-1]) == 1 and cjk.has_cjk(words[-1]) and cjk.has_cjk(token):
+      words[-1] += token
+    else:
+      words.append(token)
+  return " ".join(words)
+
+
+def test_the_rouge_tokenizer_check_counts_what_is_lost_not_what_is_split():
+  """研究 方法 。: cjk scores each character of each word, losing none; the default tokenizer keeps
+  none of the three. việt nam ,: the default loses việt (to vi and t) and the comma, keeps nam."""
+  assert _in_pairs("研究方法。") == "研究 方法 。"
+  assert metrics.lost_share([["研究 方法 。"]], "cjk") == 0.0
+  assert metrics.lost_share([["研究 方法 。"]], "default") == 1.0
+  assert metrics.lost_share([["việt nam ,"]], "default") == pytest.approx(2 / 3)
+  assert metrics.lost_share([["việt nam ,"]], "whitespace") == 0.0
+  # 研究方向 against 研究方法, in words or not: 3 of 4 characters (F 0.75), 2 of 3 bigrams.
+  for decoded, reference in ((["研究 方向"], ["研究 方法"]), (["研究方向"], ["研究方法"])):
+    result = metrics.rouge([decoded], [reference], tokenizer="cjk", n_samples=10)
+    assert result["rouge_1"]["f_score"]["mid"] == pytest.approx(0.75)
+    assert result["rouge_2"]["f_score"]["mid"] == pytest.approx(2 / 3)
+
+
+def test_rouge_cjk_scores_word_segmented_csl_titles_as_unsegmented(csl_titles, tmp_path):
+  """csl_titles's val split written in words: --rouge_tokenizer=cjk passes the check (the
+  default is still refused), and the same summaries (each article's first 20 characters) score
+  the same ROUGE over characters in words as unsegmented."""
+  rows = _jsonl(csl_titles / "val.jsonl")
+  segmented = tmp_path / "val.jsonl"
+  segmented.write_text("".join(
+      json.dumps({"article": _in_pairs(r["article"]), "abstract": _in_pairs(r["abstract"])},
+                 ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+  words = _decode_hparams(segmented, tokenizer="whitespace", lowercase=True)
+  decode.check_rouge_tokenizer(words.replace(rouge_tokenizer="cjk"))
+  with pytest.raises(DataError, match=r"^--rouge_tokenizer=default drops or breaks up 9\d\.\d % "
+                     r".* Use --rouge_tokenizer=cjk$"):
+    decode.check_rouge_tokenizer(words)
+  leads = [[r["article"][:20].lower()] for r in rows]
+  titles = [[r["abstract"].lower()] for r in rows]
+  in_words = metrics.rouge([[_in_pairs(s) for s in x] for x in leads],
+                           [[_in_pairs(s) for s in x] for x in titles], "cjk", n_samples=20)
+  assert in_words == metrics.rouge(leads, titles, "cjk", n_samples=20)
+  assert in_words["rouge_1"]["f_score"]["mid"] > 0.1
