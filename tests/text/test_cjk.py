@@ -95,7 +95,7 @@ def test_written_puts_no_space_beside_cjk_tokens():
   # Nor between a CJK token and a punctuation or symbol character beside it; other words and
   # marks are apart as for every tokenizer.
   assert text.written_text(words, "cjk") == (
-      "采用的 Rodrigues 参数( MRP )， P ＜ 0 . 05 ，差异カナ 한국어 😀好")
+      "采用的 Rodrigues 参数( MRP )， P ＜ 0.05 ，差异カナ 한국어 😀好")
   assert text.written_text(["课", "“", "好", "课", "”", "的", "Hello", ",", "World", "!", "你"],
                            "cjk") == "课“好课”的 Hello , World !你"
   assert text.separators_of(["采", "用", "A", "B", "的"], "cjk") == ["", "", " ", " ", " "]
@@ -113,6 +113,23 @@ def test_written_puts_no_space_beside_cjk_tokens():
   rows = tf.ragged.constant([["中", "文"], [], ["a", "中", "文", "b"]])
   assert text.written(rows, "cjk").numpy().tolist() == [
       "中文".encode(), b"", "a 中文 b".encode()]
+
+
+def test_written_keeps_a_decimal_number_whole():
+  """cjk splits `3.2` into 3 . 2; text for people writes a `.` between two runs of digits of one
+  row as the number was, and every other `.` as before."""
+  assert text.written_sentences(["增 长 3 . 2 个 百 分 点", "p < 0 . 05"], "cjk") == (
+      "增长 3.2 个百分点 p < 0.05")
+  assert text.written_text(["1", ".", "2", ".", "30"], "cjk") == "1.2.30"
+  assert text.separators_of(["版", "本", "1", ".", "2"], "cjk") == ["", "", " ", "", ""]
+  # Not between two numbers: after a word holding letters, before a mark, at a row's end.
+  assert text.written_text(["a3", ".", "2"], "cjk") == "a3 . 2"
+  assert text.written_text(["结", "论", ".", "3"], "cjk") == "结论. 3"
+  assert text.written_text(["3", ".", "%"], "cjk") == "3 . %"
+  rows = tf.ragged.constant([["共", "3", "."], ["2", "个"]])
+  assert text.written(rows, "cjk").numpy().tolist() == ["共 3 .".encode(), "2 个".encode()]
+  # Tokenizers that write every token apart keep doing so.
+  assert text.written_text(["3", ".", "2"], "punct") == "3 . 2"
 
 
 @pytest.mark.slow
