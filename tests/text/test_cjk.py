@@ -1,9 +1,11 @@
 """Text written without spaces: `--tokenizer=cjk` (each CJK ideograph or kana a token, the rest
 as punct) on hand-written cases of each rule and on csl_titles, its prefixes, text for people
 without spaces between CJK tokens (text.written, in a SavedModel too), `--rouge_tokenizer=cjk`
-and the refusal of a ROUGE tokenizer that loses most of the references."""
+and the refusal of a ROUGE tokenizer that loses most of the references; such text read by
+another tokenizer named where it enters (the vocab tool, the vocab's and the data's checks)."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,12 +14,14 @@ import tensorflow as tf
 from helpers import load_tool
 from pointer_gen import config
 from pointer_gen.base.errors import DataError
+from pointer_gen.data import pipeline as data
 from pointer_gen.inference import attention_view
 from pointer_gen.inference import decode
 from pointer_gen.inference import eval_samples
 from pointer_gen.inference import metrics
 from pointer_gen.text import cjk
 from pointer_gen.text import tokenizers as text
+from pointer_gen.text import vocab as vocab_lib
 
 # (text, its cjk tokens, lower-cased where that differs), one case per rule.
 CASES = [
@@ -293,3 +297,106 @@ def test_rouge_cjk_scores_word_segmented_csl_titles_as_unsegmented(csl_titles, t
                            [[_in_pairs(s) for s in x] for x in titles], "cjk", n_samples=20)
   assert in_words == metrics.rouge(leads, titles, "cjk", n_samples=20)
   assert in_words["rouge_1"]["f_score"]["mid"] > 0.1
+
+
+def test_unsplit_finds_tokens_that_are_runs_of_ideographs_or_kana():
+  clause = "市民纷纷在社交媒体上分享消息"  # 14 ideographs
+  # 14 of the 15 characters in one run; the example is the token holding it.
+  assert cjk.unsplit({clause: 1, "，": 1}) == cjk.Unsplit(14 / 15, clause)
+  assert cjk.unsplit({"東京はコーヒーが好き": 2}) == cjk.Unsplit(1.0, "東京はコーヒーが好き")
+  long = "研" * 30
+  assert cjk.unsplit({long: 1, "研究": 2}).example == "研" * 20 + "…"
+  # A run one short of UNSPLIT_RUN is a word; the whole run counts once it is that long.
+  assert cjk.unsplit({"研" * (cjk.UNSPLIT_RUN - 1): 5}) is None
+  assert cjk.unsplit({"a" + "研" * cjk.UNSPLIT_RUN: 1}) == cjk.Unsplit(
+      cjk.UNSPLIT_RUN / (cjk.UNSPLIT_RUN + 1), "a" + "研" * cjk.UNSPLIT_RUN)
+  # Words with a long one among them: 7 of 47 characters. English quoting a clause: 14 of 210.
+  assert cjk.unsplit({"研究": 10, "方法": 10, "中华人民共和国": 1}) is None
+  assert cjk.unsplit({"the": 50, "said": 10, clause: 1}) is None
+  assert cjk.unsplit({}) is None
+  # cjk's own tokens never are.
+  assert cjk.unsplit(dict.fromkeys(cjk.tokens(clause + "。東京はコーヒーが好き"), 1)) is None
+
+
+def test_make_vocab_refuses_chinese_read_without_cjk(csl_titles, tmp_path):
+  """csl_titles' abstracts split at whitespace or punctuation are whole clauses: refused naming
+  --tokenizer=cjk, nothing written. The same text in words is a vocab as any other."""
+  make_vocab = load_tool("make_vocab").make_vocab
+  output = tmp_path / "vocab"
+  for tokenizer in ("whitespace", "punct"):
+    with pytest.raises(DataError, match=(
+        rf"^--tokenizer={tokenizer} makes the words of --data_path=.*train.jsonl runs of "
+        r"ideographs or kana \((\d+\.\d) % of their characters in runs of 5 or more, e.g. "
+        r"'.+'\): text written without spaces, which --tokenizer=cjk splits into characters\. "
+        r"Pass --tokenizer=cjk$")) as refusal:
+      make_vocab(str(csl_titles / "train.jsonl"), "auto", str(output), 0, tokenizer, True)
+    assert float(re.search(r"\((\d+\.\d) %", str(refusal.value)).group(1)) > 50
+    assert list(tmp_path.iterdir()) == []
+  segmented = tmp_path / "words.jsonl"
+  segmented.write_text("".join(
+      json.dumps({"article": _in_pairs(r["article"]), "abstract": _in_pairs(r["abstract"])},
+                 ensure_ascii=False) + "\n" for r in _jsonl(csl_titles / "val.jsonl")),
+                       encoding="utf-8")
+  make_vocab(str(segmented), "auto", str(output), 0, "whitespace", True)
+  assert "研究 " in output.read_text(encoding="utf-8")
+
+
+def _vocab_of_whole_clauses(path, tokenizer="whitespace", lowercase=False):
+  path.write_text("市民纷纷在社交媒体上分享消息 3\n研究结果表明 2\n， 2\n", encoding="utf-8")
+  vocab_lib.write_tokenization(str(path), tokenizer, lowercase)
+  return str(path)
+
+
+def test_the_vocab_check_names_cjk_for_a_vocab_of_whole_clauses(tmp_path):
+  """A vocab counted from Chinese at whitespace: the fix is a vocab made with cjk, not the
+  vocab's tokenisation. Its words, each once: 20 of 21 characters in runs (14 and 6)."""
+  path = _vocab_of_whole_clauses(tmp_path / "vocab")
+  said = (r"\(recorded in .*vocab.tokenization.json\), and its words are runs of ideographs or "
+          r"kana \(95.2 % of their characters in runs of 5 or more, e.g. '市民纷纷在社交媒体上分享消息'"
+          r"\): text written without spaces, which --tokenizer=cjk splits into characters\. ")
+  with pytest.raises(DataError, match=(
+      r"^--tokenizer=cjk, but the vocab .* was made with --tokenizer=whitespace " + said
+      + r"Remake the vocab with tools/make_vocab.py --tokenizer=cjk --lowercase=true\.$")):
+    vocab_lib.check_tokenization(path, "cjk", True, ("tokenizer", "lowercase"))
+  with pytest.raises(DataError, match=(
+      r"^--tokenizer=punct \(the default\), but the vocab .* was made with "
+      r"--tokenizer=whitespace " + said + r"Pass --tokenizer=cjk and remake the vocab with "
+      r"tools/make_vocab.py --tokenizer=cjk --lowercase=false\.$")):
+    vocab_lib.check_tokenization(path, "punct", False)
+  # A vocab of words keeps the message that names its tokenisation.
+  (tmp_path / "words").write_text("研究 3\n方法 2\n", encoding="utf-8")
+  vocab_lib.write_tokenization(str(tmp_path / "words"), "whitespace", False)
+  with pytest.raises(DataError, match="Pass --tokenizer=whitespace --lowercase=false, or remake"):
+    vocab_lib.check_tokenization(str(tmp_path / "words"), "cjk", False)
+
+
+def test_the_unknown_word_check_names_cjk_for_articles_of_whole_clauses(csl_titles, tmp_path,
+                                                                       caplog):
+  """csl_titles at whitespace with the vocab counted so from its train split: on that split no
+  token is unknown, yet the run is warned; on val (nearly every clause unknown) a training is
+  refused naming cjk, not other data."""
+  rows = _jsonl(csl_titles / "train.jsonl")
+  path = tmp_path / "vocab"
+  vocab_lib.write_vocab(str(path), vocab_lib.count_words(
+      _tokens_of([r["article"] for r in rows] + [r["abstract"] for r in rows])))
+  vocab = vocab_lib.Vocab.from_file(str(path), 0)
+  cause = (r"the articles' tokens are runs of ideographs or kana \(\d+\.\d % of their characters "
+           r"in runs of 5 or more, e\.g\. '.+'\): text written without spaces, which "
+           r"--tokenizer=cjk splits into characters\. Pass --tokenizer=cjk, with a vocab made so "
+           r"\(tools/make_vocab\.py --tokenizer=cjk\)\.")
+  train = config.HParams(mode="train", data_path=str(csl_titles / "train.jsonl"),
+                         vocab_path=str(path), vocab_size=0)
+  with caplog.at_level("WARNING"):
+    assert data.check_unknown_words(train, vocab) == 0.0
+  [warning] = [m for m in caplog.messages if "out of the vocabulary" in m]
+  assert re.fullmatch(r"0\.0 % of the article tokens .* --tokenizer=whitespace "
+                      r"--lowercase=false: " + cause, warning), warning
+  with pytest.raises(DataError) as refusal:
+    data.check_unknown_words(train.replace(data_path=str(csl_titles / "val.jsonl")), vocab)
+  assert re.fullmatch(r"9\d\.\d % of the article tokens .*: " + cause + r" Training on articles "
+                      r"mostly unknown to the vocab is refused .*", str(refusal.value))
+  assert "other data" not in str(refusal.value)
+
+
+def _tokens_of(texts):
+  return [[t.decode("utf-8") for t in row] for row in text.tokenize(texts).to_list()]
