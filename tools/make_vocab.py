@@ -4,7 +4,8 @@ registered in pointer_gen.formats.
   python tools/make_vocab.py --data_path='data/train_*.bin' --output=data/vocab
 
 Beside the vocab it writes `<output>.tokenization.json`, which records --tokenizer and
---lowercase; training refuses a vocab whose record differs from its own flags.
+--lowercase; training refuses a vocab whose record differs from its own flags. Text written
+without spaces (Chinese, Japanese) read by another --tokenizer than cjk is refused, naming it.
 """
 
 import sys
@@ -17,6 +18,7 @@ from pointer_gen.base.errors import DataError
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.text import cjk
 from pointer_gen.text import tokenizers as text
 from pointer_gen.text import vocab
 
@@ -82,6 +84,11 @@ def make_vocab(data_path, data_format, output, max_size, tokenizer, lowercase, *
   if not counter["records"]:
     raise DataError(f"--data_path={data_path}: no usable records in {len(paths)} files "
                     f"({skips.summary()})")
+  # Before anything is written: such a vocab's words are whole clauses no run can use.
+  found = cjk.unsplit(counts)
+  if found is not None:
+    raise DataError(f"--tokenizer={tokenizer} makes the words of --data_path={data_path} "
+                    f"{found.said()}. Pass --tokenizer=cjk")
   written = vocab.write_vocab(output, counts, max_size)
   sidecar = vocab.write_tokenization(output, tokenizer, lowercase, data_path=data_path,
                                      max_size=max_size)

@@ -5,6 +5,7 @@ and record index); everything from tokenisation on is TensorFlow ops (`example_f
 article half (`article_features`) the serving graph shares so that both see exactly the same ids.
 """
 
+import collections
 import itertools
 import random
 
@@ -16,6 +17,7 @@ from pointer_gen.base.errors import flag_text
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as formats_registry
 from pointer_gen.formats import skips as skips_lib
+from pointer_gen.text import cjk
 from pointer_gen.text import tokenizers as text
 from pointer_gen.text import vocab as vocab_lib
 
@@ -346,10 +348,14 @@ def check_unknown_words(hps, vocab):
     rates = {s: sample.unknown_rate(vocab, s) for s in others}
   best = min(rates, key=lambda s: rates[s], default=None)
   better = best if best is not None and _much_lower(rates[best], rate) else None
-  if rate <= OOV_WARNING_RATE and better is None:
+  # Text written without spaces is named even when its vocab knows its "words" (one counted the
+  # same way): a run on whole clauses as tokens has learnt nothing useful whatever the rate.
+  found = cjk.unsplit(collections.Counter(
+      t.decode("utf-8", "replace") for t in sample.tokens(reads).numpy().tolist()))
+  if rate <= OOV_WARNING_RATE and better is None and found is None:
     return rate
   causes = _causes(hps, vocab, sample, rate, better and (better, rates[better]), sidecar,
-                   same_tokenization)
+                   same_tokenization, found)
   message = (f"{100 * rate:.1f} % of the article tokens of the first examples (up to "
              f"{OOV_CHECK_EXAMPLES}) of --data_path={hps.data_path} are out of the vocabulary "
              f"{hps.vocab_path} with --tokenizer={reads.tokenizer} "
@@ -362,12 +368,17 @@ def check_unknown_words(hps, vocab):
   return rate
 
 
-def _causes(hps, vocab, sample, rate, better, sidecar, same_tokenization):
-  """The likely causes of `rate`, each only where the data and the vocab show it: a
-  --vocab_size that cut off words the whole file has; another tokenisation (`better`: it and
-  its rate) that would halve it; a vocab of other data, whose most frequent words the articles
-  lack. Without any of them, a vocab too small for the data."""
+def _causes(hps, vocab, sample, rate, better, sidecar, same_tokenization, unsplit):
+  """The likely causes of `rate`, each only where the data and the vocab show it: text written
+  without spaces read by another tokenizer than cjk (`unsplit`: cjk.Unsplit, or None), which
+  also explains a vocab that seems of other data; a --vocab_size that cut off words the whole
+  file has; another tokenisation (`better`: it and its rate) that would halve it; a vocab of
+  other data, whose most frequent words the articles lack. Without any of them, a vocab too
+  small for the data."""
   causes = []
+  if unsplit is not None:
+    causes.append(f"the articles' tokens are {unsplit.said()}. Pass --tokenizer=cjk, with a "
+                  "vocab made so (tools/make_vocab.py --tokenizer=cjk).")
   whole = _whole_vocab_rate(hps, vocab, sample, rate)
   if whole is not None:
     causes.append(f"--vocab_size={hps.vocab_size} keeps only the file's first entries; the whole "
@@ -381,7 +392,7 @@ def _causes(hps, vocab, sample, rate, better, sidecar, same_tokenization):
                   f"--tokenizer, --lowercase): with --tokenizer={tokenizer} "
                   f"--lowercase={flag_text(lowercase)} it would be {100 * other_rate:.1f} %.")
   present, considered = max(sample.top_words_present(vocab, t) for t in tokenizations)
-  if considered and present < TOP_WORDS_PRESENT * considered:
+  if unsplit is None and considered and present < TOP_WORDS_PRESENT * considered:
     causes.append(f"the vocab seems made from other data: only {present} of its {considered} most "
                   "frequent words occur in these articles. Give the vocab of this data "
                   "(tools/make_vocab.py makes one).")

@@ -81,18 +81,22 @@ MAX_LOST_SHARE = 0.5
 
 def lost_share(references, tokenizer):
   """The share of the references' tokens (each a list of sentence strings of tokens, as the
-  reference files hold them, lower-cased) that `tokenizer` does not give back as tokens:
-  dropped, or cut into pieces (the default tokenizer's fate of `việt`, `,` or `研究`). Stemming
-  is left out: it changes words, not what is scored. None without tokens."""
+  reference files hold them, lower-cased) that `tokenizer` loses: drops, or cuts into pieces
+  that do not make the token again (the default tokenizer's fate of `việt`, `,` or `研究`).
+  Pieces that do lose nothing, as each is scored: `cjk` cutting a segmented word `研究` into its
+  characters is what it is for. Stemming is left out: it changes words, not what is scored.
+  None without tokens.
+
+  Each token is tokenised alone: every ROUGE tokenizer here splits at whitespace first, so a
+  token's pieces are those the whole sentence gives."""
   scorer_tokenizer = _TOKENIZERS[tokenizer](use_stemmer=False)
-  total = kept = 0
+  total = lost = 0
   for sentences in references:
     for sentence in sentences:
-      wanted = collections.Counter(sentence.lower().split())
-      got = collections.Counter(scorer_tokenizer.tokenize(sentence))
-      total += sum(wanted.values())
-      kept += sum((wanted & got).values())
-  return 1 - kept / total if total else None
+      for token in sentence.lower().split():
+        total += 1
+        lost += "".join(scorer_tokenizer.tokenize(token)) != token
+  return lost / total if total else None
 
 
 def suggested_tokenizer(references):

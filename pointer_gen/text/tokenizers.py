@@ -100,21 +100,32 @@ def separators(tokens, tokenizer):
   [B, (T)], the model's tokens as `tokenizer` makes them): nothing before a row's first token
   and where `tokenizer` writes tokens together (cjk: between two CJK characters, and between
   one and a punctuation or symbol character beside it, as the language writes `研究(MRP)`,
-  `“好课”的`), else a space. [B, (T)]."""
+  `“好课”的`, and within a decimal number: `3.2`), else a space. [B, (T)]."""
   flat = tokens.values  # [N]
   position = (tf.range(tf.size(flat, tf.int64))
               - tf.gather(tokens.row_starts(), tokens.value_rowids()))  # [N]
-  apart = position > 0  # [N]
+  after_one = position > 0  # [N] a token after another of its row
+  apart = after_one  # [N]
   together = _of(tokenizer).together
   if together:
     joins = tf.strings.regex_full_match(flat, together)  # [N]
     mark = joins | tf.strings.regex_full_match(flat, _PUNCT_PATTERN)  # [N]
     apart &= ~(mark & _shifted(mark) & (joins | _shifted(joins)))
+    # The tokenizer splits a decimal point off its digits (`3.2` is `3 . 2`); written apart,
+    # `3 . 2 个百分点` reads as three things. A `.` between two runs of digits in a row is written
+    # as the number was.
+    digits = tf.strings.regex_full_match(flat, "[0-9]+")  # [N]
+    point = ((flat == ".") & after_one & _shifted(digits)
+             & _shifted(digits & after_one, forward=True))  # [N]
+    apart &= ~(point | _shifted(point))
   return tokens.with_values(tf.where(apart, " ", ""))
 
 
-def _shifted(values):
-  """[N] bool: the value of the token before each (False for the first)."""
+def _shifted(values, forward=False):
+  """[N] bool: the value of the token before each (False for the first), or with `forward` of
+  the token after each (False for the last)."""
+  if forward:
+    return tf.concat([values[1:], [False]], 0)
   return tf.concat([[False], values[:-1]], 0)
 
 

@@ -10,6 +10,7 @@ import tensorflow as tf
 from pointer_gen.base import files
 from pointer_gen.base.errors import DataError
 from pointer_gen.base.errors import flag_text
+from pointer_gen.text import cjk
 
 UNK = "[UNK]"
 PAD = "[PAD]"
@@ -260,8 +261,17 @@ def check_tokenization(vocab_path, tokenizer, lowercase, given=()):
   raw_hint = (f" (or, for raw text, --tokenizer={raw[0]} --lowercase={flag_text(raw[1])})"
               if raw[0] is not None else "")
   default = "" if name in given else " (the default)"
+  mismatch = (f"--{name}={flag_text(value)}{default}, but the vocab {vocab_path} was made with "
+              f"--{name}={flag_text(made_value)} (recorded in {tokenization_path(vocab_path)})")
+  # Chinese or Japanese counted without --tokenizer=cjk: going back to the vocab's tokenisation
+  # would train on whole clauses, so the fix is the vocab.
+  found = cjk.unsplit(dict.fromkeys(Vocab.from_file(vocab_path, 0).words[len(SPECIALS):], 1))
+  if found is not None:
+    remake = (f"the vocab with tools/make_vocab.py --tokenizer=cjk "
+              f"--lowercase={flag_text(lowercase)}")
+    fix = (f"Remake {remake}" if tokenizer == "cjk"
+           else f"Pass --tokenizer=cjk and remake {remake}")
+    raise DataError(f"{mismatch}, and its words are {found.said()}. {fix}.")
   raise DataError(
-      f"--{name}={flag_text(value)}{default}, but the vocab {vocab_path} was made with "
-      f"--{name}={flag_text(made_value)} (recorded in {tokenization_path(vocab_path)}): its "
-      f"words would not match the tokens. Pass --tokenizer={made_with[0]} "
+      f"{mismatch}: its words would not match the tokens. Pass --tokenizer={made_with[0]} "
       f"--lowercase={flag_text(made_with[1])}{raw_hint}, or remake the vocab.")

@@ -1,9 +1,11 @@
 """Text written without spaces: `--tokenizer=cjk` (each CJK ideograph or kana a token, the rest
 as punct) on hand-written cases of each rule and on csl_titles, its prefixes, text for people
 without spaces between CJK tokens (text.written, in a SavedModel too), `--rouge_tokenizer=cjk`
-and the refusal of a ROUGE tokenizer that loses most of the references."""
+and the refusal of a ROUGE tokenizer that loses most of the references; such text read by
+another tokenizer named where it enters (the vocab tool, the vocab's and the data's checks)."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,12 +14,14 @@ import tensorflow as tf
 from helpers import load_tool
 from pointer_gen import config
 from pointer_gen.base.errors import DataError
+from pointer_gen.data import pipeline as data
 from pointer_gen.inference import attention_view
 from pointer_gen.inference import decode
 from pointer_gen.inference import eval_samples
 from pointer_gen.inference import metrics
 from pointer_gen.text import cjk
 from pointer_gen.text import tokenizers as text
+from pointer_gen.text import vocab as vocab_lib
 
 # (text, its cjk tokens, lower-cased where that differs), one case per rule.
 CASES = [
@@ -95,7 +99,7 @@ def test_written_puts_no_space_beside_cjk_tokens():
   # Nor between a CJK token and a punctuation or symbol character beside it; other words and
   # marks are apart as for every tokenizer.
   assert text.written_text(words, "cjk") == (
-      "采用的 Rodrigues 参数( MRP )， P ＜ 0 . 05 ，差异カナ 한국어 😀好")
+      "采用的 Rodrigues 参数( MRP )， P ＜ 0.05 ，差异カナ 한국어 😀好")
   assert text.written_text(["课", "“", "好", "课", "”", "的", "Hello", ",", "World", "!", "你"],
                            "cjk") == "课“好课”的 Hello , World !你"
   assert text.separators_of(["采", "用", "A", "B", "的"], "cjk") == ["", "", " ", " ", " "]
@@ -113,6 +117,23 @@ def test_written_puts_no_space_beside_cjk_tokens():
   rows = tf.ragged.constant([["中", "文"], [], ["a", "中", "文", "b"]])
   assert text.written(rows, "cjk").numpy().tolist() == [
       "中文".encode(), b"", "a 中文 b".encode()]
+
+
+def test_written_keeps_a_decimal_number_whole():
+  """cjk splits `3.2` into 3 . 2; text for people writes a `.` between two runs of digits of one
+  row as the number was, and every other `.` as before."""
+  assert text.written_sentences(["增 长 3 . 2 个 百 分 点", "p < 0 . 05"], "cjk") == (
+      "增长 3.2 个百分点 p < 0.05")
+  assert text.written_text(["1", ".", "2", ".", "30"], "cjk") == "1.2.30"
+  assert text.separators_of(["版", "本", "1", ".", "2"], "cjk") == ["", "", " ", "", ""]
+  # Not between two numbers: after a word holding letters, before a mark, at a row's end.
+  assert text.written_text(["a3", ".", "2"], "cjk") == "a3 . 2"
+  assert text.written_text(["结", "论", ".", "3"], "cjk") == "结论. 3"
+  assert text.written_text(["3", ".", "%"], "cjk") == "3 . %"
+  rows = tf.ragged.constant([["共", "3", "."], ["2", "个"]])
+  assert text.written(rows, "cjk").numpy().tolist() == ["共 3 .".encode(), "2 个".encode()]
+  # Tokenizers that write every token apart keep doing so.
+  assert text.written_text(["3", ".", "2"], "punct") == "3 . 2"
 
 
 @pytest.mark.slow
@@ -227,3 +248,155 @@ def test_a_rouge_tokenizer_that_loses_most_references_is_refused(csl_titles, vie
     decode.check_rouge_tokenizer(_decode_hparams(vietnews / "chunked" / "val_000.bin"))
   # English runs as today.
   decode.check_rouge_tokenizer(_decode_hparams(demo_corpus["val"]))
+
+
+def _in_pairs(sentence):
+  """Word-segmented Chinese, as a segmenter would write it (near enough for ROUGE): `sentence`'s
+  cjk tokens, each two ideographs in a row joined into one word."""
+  words = []
+  for token in cjk.tokens(sentence):
+    if words and len(words[-1]) == 1 and cjk.has_cjk(words[-1]) and cjk.has_cjk(token):
+      words[-1] += token
+    else:
+      words.append(token)
+  return " ".join(words)
+
+
+def test_the_rouge_tokenizer_check_counts_what_is_lost_not_what_is_split():
+  """研究 方法 。: cjk scores each character of each word, losing none; the default tokenizer keeps
+  none of the three. việt nam ,: the default loses việt (to vi and t) and the comma, keeps nam."""
+  assert _in_pairs("研究方法。") == "研究 方法 。"
+  assert metrics.lost_share([["研究 方法 。"]], "cjk") == 0.0
+  assert metrics.lost_share([["研究 方法 。"]], "default") == 1.0
+  assert metrics.lost_share([["việt nam ,"]], "default") == pytest.approx(2 / 3)
+  assert metrics.lost_share([["việt nam ,"]], "whitespace") == 0.0
+  # 研究方向 against 研究方法, in words or not: 3 of 4 characters (F 0.75), 2 of 3 bigrams.
+  for decoded, reference in ((["研究 方向"], ["研究 方法"]), (["研究方向"], ["研究方法"])):
+    result = metrics.rouge([decoded], [reference], tokenizer="cjk", n_samples=10)
+    assert result["rouge_1"]["f_score"]["mid"] == pytest.approx(0.75)
+    assert result["rouge_2"]["f_score"]["mid"] == pytest.approx(2 / 3)
+
+
+def test_rouge_cjk_scores_word_segmented_csl_titles_as_unsegmented(csl_titles, tmp_path):
+  """csl_titles's val split written in words: --rouge_tokenizer=cjk passes the check (the
+  default is still refused), and the same summaries (each article's first 20 characters) score
+  the same ROUGE over characters in words as unsegmented."""
+  rows = _jsonl(csl_titles / "val.jsonl")
+  segmented = tmp_path / "val.jsonl"
+  segmented.write_text("".join(
+      json.dumps({"article": _in_pairs(r["article"]), "abstract": _in_pairs(r["abstract"])},
+                 ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+  words = _decode_hparams(segmented, tokenizer="whitespace", lowercase=True)
+  decode.check_rouge_tokenizer(words.replace(rouge_tokenizer="cjk"))
+  with pytest.raises(DataError, match=r"^--rouge_tokenizer=default drops or breaks up 9\d\.\d % "
+                     r".* Use --rouge_tokenizer=cjk$"):
+    decode.check_rouge_tokenizer(words)
+  leads = [[r["article"][:20].lower()] for r in rows]
+  titles = [[r["abstract"].lower()] for r in rows]
+  in_words = metrics.rouge([[_in_pairs(s) for s in x] for x in leads],
+                           [[_in_pairs(s) for s in x] for x in titles], "cjk", n_samples=20)
+  assert in_words == metrics.rouge(leads, titles, "cjk", n_samples=20)
+  assert in_words["rouge_1"]["f_score"]["mid"] > 0.1
+
+
+def test_unsplit_finds_tokens_that_are_runs_of_ideographs_or_kana():
+  clause = "市民纷纷在社交媒体上分享消息"  # 14 ideographs
+  # 14 of the 15 characters in one run; the example is the token holding it.
+  assert cjk.unsplit({clause: 1, "，": 1}) == cjk.Unsplit(14 / 15, clause)
+  assert cjk.unsplit({"東京はコーヒーが好き": 2}) == cjk.Unsplit(1.0, "東京はコーヒーが好き")
+  long = "研" * 30
+  assert cjk.unsplit({long: 1, "研究": 2}).example == "研" * 20 + "…"
+  # A run one short of UNSPLIT_RUN is a word; the whole run counts once it is that long.
+  assert cjk.unsplit({"研" * (cjk.UNSPLIT_RUN - 1): 5}) is None
+  assert cjk.unsplit({"a" + "研" * cjk.UNSPLIT_RUN: 1}) == cjk.Unsplit(
+      cjk.UNSPLIT_RUN / (cjk.UNSPLIT_RUN + 1), "a" + "研" * cjk.UNSPLIT_RUN)
+  # Words with a long one among them: 7 of 47 characters. English quoting a clause: 14 of 210.
+  assert cjk.unsplit({"研究": 10, "方法": 10, "中华人民共和国": 1}) is None
+  assert cjk.unsplit({"the": 50, "said": 10, clause: 1}) is None
+  assert cjk.unsplit({}) is None
+  # cjk's own tokens never are.
+  assert cjk.unsplit(dict.fromkeys(cjk.tokens(clause + "。東京はコーヒーが好き"), 1)) is None
+
+
+def test_make_vocab_refuses_chinese_read_without_cjk(csl_titles, tmp_path):
+  """csl_titles' abstracts split at whitespace or punctuation are whole clauses: refused naming
+  --tokenizer=cjk, nothing written. The same text in words is a vocab as any other."""
+  make_vocab = load_tool("make_vocab").make_vocab
+  output = tmp_path / "vocab"
+  for tokenizer in ("whitespace", "punct"):
+    with pytest.raises(DataError, match=(
+        rf"^--tokenizer={tokenizer} makes the words of --data_path=.*train.jsonl runs of "
+        r"ideographs or kana \((\d+\.\d) % of their characters in runs of 5 or more, e.g. "
+        r"'.+'\): text written without spaces, which --tokenizer=cjk splits into characters\. "
+        r"Pass --tokenizer=cjk$")) as refusal:
+      make_vocab(str(csl_titles / "train.jsonl"), "auto", str(output), 0, tokenizer, True)
+    assert float(re.search(r"\((\d+\.\d) %", str(refusal.value)).group(1)) > 50
+    assert list(tmp_path.iterdir()) == []
+  segmented = tmp_path / "words.jsonl"
+  segmented.write_text("".join(
+      json.dumps({"article": _in_pairs(r["article"]), "abstract": _in_pairs(r["abstract"])},
+                 ensure_ascii=False) + "\n" for r in _jsonl(csl_titles / "val.jsonl")),
+                       encoding="utf-8")
+  make_vocab(str(segmented), "auto", str(output), 0, "whitespace", True)
+  assert "研究 " in output.read_text(encoding="utf-8")
+
+
+def _vocab_of_whole_clauses(path, tokenizer="whitespace", lowercase=False):
+  path.write_text("市民纷纷在社交媒体上分享消息 3\n研究结果表明 2\n， 2\n", encoding="utf-8")
+  vocab_lib.write_tokenization(str(path), tokenizer, lowercase)
+  return str(path)
+
+
+def test_the_vocab_check_names_cjk_for_a_vocab_of_whole_clauses(tmp_path):
+  """A vocab counted from Chinese at whitespace: the fix is a vocab made with cjk, not the
+  vocab's tokenisation. Its words, each once: 20 of 21 characters in runs (14 and 6)."""
+  path = _vocab_of_whole_clauses(tmp_path / "vocab")
+  said = (r"\(recorded in .*vocab.tokenization.json\), and its words are runs of ideographs or "
+          r"kana \(95.2 % of their characters in runs of 5 or more, e.g. '市民纷纷在社交媒体上分享消息'"
+          r"\): text written without spaces, which --tokenizer=cjk splits into characters\. ")
+  with pytest.raises(DataError, match=(
+      r"^--tokenizer=cjk, but the vocab .* was made with --tokenizer=whitespace " + said
+      + r"Remake the vocab with tools/make_vocab.py --tokenizer=cjk --lowercase=true\.$")):
+    vocab_lib.check_tokenization(path, "cjk", True, ("tokenizer", "lowercase"))
+  with pytest.raises(DataError, match=(
+      r"^--tokenizer=punct \(the default\), but the vocab .* was made with "
+      r"--tokenizer=whitespace " + said + r"Pass --tokenizer=cjk and remake the vocab with "
+      r"tools/make_vocab.py --tokenizer=cjk --lowercase=false\.$")):
+    vocab_lib.check_tokenization(path, "punct", False)
+  # A vocab of words keeps the message that names its tokenisation.
+  (tmp_path / "words").write_text("研究 3\n方法 2\n", encoding="utf-8")
+  vocab_lib.write_tokenization(str(tmp_path / "words"), "whitespace", False)
+  with pytest.raises(DataError, match="Pass --tokenizer=whitespace --lowercase=false, or remake"):
+    vocab_lib.check_tokenization(str(tmp_path / "words"), "cjk", False)
+
+
+def test_the_unknown_word_check_names_cjk_for_articles_of_whole_clauses(csl_titles, tmp_path,
+                                                                       caplog):
+  """csl_titles at whitespace with the vocab counted so from its train split: on that split no
+  token is unknown, yet the run is warned; on val (nearly every clause unknown) a training is
+  refused naming cjk, not other data."""
+  rows = _jsonl(csl_titles / "train.jsonl")
+  path = tmp_path / "vocab"
+  vocab_lib.write_vocab(str(path), vocab_lib.count_words(
+      _tokens_of([r["article"] for r in rows] + [r["abstract"] for r in rows])))
+  vocab = vocab_lib.Vocab.from_file(str(path), 0)
+  cause = (r"the articles' tokens are runs of ideographs or kana \(\d+\.\d % of their characters "
+           r"in runs of 5 or more, e\.g\. '.+'\): text written without spaces, which "
+           r"--tokenizer=cjk splits into characters\. Pass --tokenizer=cjk, with a vocab made so "
+           r"\(tools/make_vocab\.py --tokenizer=cjk\)\.")
+  train = config.HParams(mode="train", data_path=str(csl_titles / "train.jsonl"),
+                         vocab_path=str(path), vocab_size=0)
+  with caplog.at_level("WARNING"):
+    assert data.check_unknown_words(train, vocab) == 0.0
+  [warning] = [m for m in caplog.messages if "out of the vocabulary" in m]
+  assert re.fullmatch(r"0\.0 % of the article tokens .* --tokenizer=whitespace "
+                      r"--lowercase=false: " + cause, warning), warning
+  with pytest.raises(DataError) as refusal:
+    data.check_unknown_words(train.replace(data_path=str(csl_titles / "val.jsonl")), vocab)
+  assert re.fullmatch(r"9\d\.\d % of the article tokens .*: " + cause + r" Training on articles "
+                      r"mostly unknown to the vocab is refused .*", str(refusal.value))
+  assert "other data" not in str(refusal.value)
+
+
+def _tokens_of(texts):
+  return [[t.decode("utf-8") for t in row] for row in text.tokenize(texts).to_list()]
