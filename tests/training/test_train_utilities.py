@@ -134,6 +134,19 @@ def test_convert_then_coverage_training_resumes_from_the_converted_model(trained
       f"model.ckpt-{NEWEST_STEP + 4}"]
 
 
+def test_conversion_draws_w_c_from_the_seed(trained, tmp_path):
+  """A run given --seed converts to the same w_c every time (as the original's graph seed did):
+  on a small model its draw decides much of what the coverage phase ends with."""
+  hps, vocab, _ = trained
+  w_c = {}
+  for name, seed in (("a", 5), ("b", 5), ("c", 6)):
+    copy = _copy_run(hps, tmp_path / name).replace(coverage=True, seed=seed)
+    path = train_utilities.convert_to_coverage_model(copy, len(vocab))
+    w_c[name] = _weights(copy, len(vocab), path)["decoder/attention/w_c"]
+  np.testing.assert_array_equal(w_c["a"], w_c["b"])
+  assert np.any(w_c["a"] != w_c["c"])
+
+
 def test_restore_best_model_gives_training_the_best_weights_and_step(trained, tmp_path):
   hps, vocab, _ = trained
   hps = _copy_run(hps, tmp_path)
