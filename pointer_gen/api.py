@@ -573,18 +573,19 @@ class Summarizer:
 
   def _search(self, hps, attention):
     """The compiled search of `hps` (decode's continuous batching, or a one-article search
-    keeping the attention), built once per setting."""
-    key = (hps, attention)
+    keeping the attention), built once per set of what it reads: settings that change only
+    decode mode's files (decode_dir, rouge_tokenizer, ...) reuse it."""
+    settings = contract.Settings.from_hparams(hps, keep_attention=attention, vocab=self.vocab)
+    search_attention = attention_lib.SearchAttention.of(hps, "view" if attention else "decode")
+    key = (hps.search, strategies.strategy_class(hps.search).Options.from_hparams(hps), settings,
+           search_attention.steps, search_attention.first_step,
+           None if attention else hps.batch_size)
     if key not in self._searches:
-      settings = contract.Settings.from_hparams(hps, keep_attention=attention, vocab=self.vocab)
-      if attention:
-        self._searches[key] = summaries.make_search(self.model, strategies.make(
-            hps, settings, attention_lib.SearchAttention.of(hps, "view")))
-      else:
-        self._searches[key] = continuous_batching.SlotDecoder(
-            self.model, strategies.make(hps, settings,
-                                        attention_lib.SearchAttention.of(hps, "decode")),
-            hps.batch_size, hps.max_enc_steps)
+      strategy = strategies.make(hps, settings, search_attention)
+      self._searches[key] = (
+          summaries.make_search(self.model, strategy) if attention
+          else continuous_batching.SlotDecoder(self.model, strategy, hps.batch_size,
+                                               hps.max_enc_steps))
     return self._searches[key]
 
   def _summary(self, hps, example, result, tokenizer):

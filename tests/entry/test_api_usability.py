@@ -253,3 +253,31 @@ def test_evaluate_keeps_the_pairs_its_metrics_name(summarizer, demo_corpus):
   assert scores == metrics and metrics["num_examples"] == 3
   kept = [json.loads(line) for line in open(metrics["data_path"], encoding="utf-8")]
   assert [(row["article"], row["abstract"]) for row in kept] == pairs
+
+
+def _traced(summarizer):
+  """{search: the tracing count of each of its compiled functions}, of the searches the
+  Summarizer has built."""
+  searches = summarizer._searches.values()  # pylint: disable=protected-access
+  return {id(search): [f.experimental_get_tracing_count() for f in (
+      [search] if hasattr(search, "experimental_get_tracing_count")
+      else [v for v in vars(search).values() if hasattr(v, "experimental_get_tracing_count")])]
+          for search in searches}
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_each_set_of_search_settings_is_traced_once_and_other_settings_reuse_it(summarizer,
+                                                                                attention):
+  """A new search's functions are traced once each at most (one a run may not call); settings
+  only decode mode's files read (decode_dir, rouge_tokenizer) reuse the search of the same
+  search settings."""
+  first = summarizer.summarize([ARTICLE], attention=attention, beam_size=3)[0]
+  traced = _traced(summarizer)
+  assert all(1 in counts and set(counts) <= {0, 1} for counts in traced.values())
+  again = summarizer.summarize([ARTICLE], attention=attention, beam_size=3,
+                               rouge_tokenizer="cjk", decode_dir="elsewhere")[0]
+  assert _traced(summarizer) == traced and again.tokens == first.tokens
+  summarizer.summarize([ARTICLE], attention=attention, beam_size=3, min_dec_steps=3)
+  after = _traced(summarizer)
+  assert len(after) == len(traced) + 1
+  assert all(1 in counts and set(counts) <= {0, 1} for counts in after.values())

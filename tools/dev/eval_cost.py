@@ -37,6 +37,7 @@ from absl import flags
 import tensorflow as tf
 
 from pointer_gen import config
+from pointer_gen import usage
 from pointer_gen.base import checkpoints
 from pointer_gen.base import environment
 from pointer_gen.data import demo as demo_data
@@ -160,4 +161,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

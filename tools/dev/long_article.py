@@ -64,6 +64,7 @@ DEMO_SIZES = dict(vocab_size=2000, hidden_dim=64, emb_dim=32, max_dec_steps=30, 
 EXPORT = r"""
 import json, sys
 from pointer_gen import config
+from pointer_gen import usage
 from pointer_gen.inference import export
 from pointer_gen.text import vocab as vocab_lib
 vocab_path, root, ckpt_path, export_dir, sizes = sys.argv[1:]
@@ -193,4 +194,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

@@ -23,6 +23,7 @@ from absl import flags
 import numpy as np
 
 from pointer_gen import config
+from pointer_gen import usage
 from pointer_gen.base import environment
 from pointer_gen.base.precision import PRECISIONS
 from pointer_gen.text import vocab as vocab_lib
@@ -103,4 +104,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

@@ -44,6 +44,7 @@ import tensorflow as tf
 
 import benchmark  # tools/, next to this script: its configurations, batches and data flags
 from pointer_gen import attention
+from pointer_gen import usage
 from pointer_gen.base import environment
 from pointer_gen.base import precision
 from pointer_gen.data import pipeline as data
@@ -360,4 +361,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)
