@@ -9,8 +9,11 @@ import pytest
 
 from helpers import REPO
 
+# The scripts: the modules of those folders that run as one (the others are modules the scripts
+# import, with no command line).
 TOOLS = sorted(path for folder in (REPO / "tools", REPO / "tools" / "dev")
-               for path in folder.glob("*.py"))
+               for path in folder.glob("*.py")
+               if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8"))
 
 
 @pytest.mark.slow

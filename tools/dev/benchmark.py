@@ -48,8 +48,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 # this script's folder on the path).
 sys.path.insert(1, str(REPO / "tools"))
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow as tf
 

@@ -33,9 +33,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BBC_VAL = REPO.parent / "shared" / "data" / "bbc_news_summary" / "val.jsonl"
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import numpy as np
+
+from pointer_gen import usage
 
 from process_memory import peak_rss_gb  # tools/, next to this script
 
@@ -64,7 +65,6 @@ DEMO_SIZES = dict(vocab_size=2000, hidden_dim=64, emb_dim=32, max_dec_steps=30, 
 EXPORT = r"""
 import json, sys
 from pointer_gen import config
-from pointer_gen import usage
 from pointer_gen.inference import export
 from pointer_gen.text import vocab as vocab_lib
 vocab_path, root, ckpt_path, export_dir, sizes = sys.argv[1:]

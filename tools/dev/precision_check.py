@@ -18,8 +18,7 @@ import shutil
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from pointer_gen import config

@@ -37,8 +37,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow as tf
 
