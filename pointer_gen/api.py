@@ -13,14 +13,17 @@ contradicts it is the command line's DataError, naming it. `python -m pointer_ge
 its flags into the same HParams and runs `run_settled`, which `fit` runs too.
 """
 
+import contextlib
 import dataclasses
 import difflib
+import functools
 import json
+import logging
 import os
-import tempfile
 import textwrap
 import typing
 
+from absl import logging as absl_logging
 import numpy as np
 
 from pointer_gen import attention as attention_lib
@@ -33,6 +36,7 @@ from pointer_gen.base import files
 from pointer_gen.base import settings as settings_lib
 from pointer_gen.base import stopping
 from pointer_gen.base.errors import DataError
+from pointer_gen.base.errors import in_keywords
 from pointer_gen.base.errors import make_output_dir
 from pointer_gen.data import pipeline as data_lib
 from pointer_gen.data import raw_text
@@ -69,10 +73,50 @@ _NOT_SETTINGS = frozenset(config.SETTLED) | {"mode", "log_root", "exp_name", "ck
 # A run trained from Python pairs keeps them here, so that the run directory says what it was
 # trained on and `--mode=train --data_path=<run>/train_pairs.jsonl` resumes it.
 TRAIN_PAIRS = "train_pairs.jsonl"
+# Pairs evaluate() scored are kept in the eval directory beside the metrics of the same step
+# (metrics-<step>.json), whose data_path names them.
+EVAL_PAIRS = "eval_pairs-{step}.jsonl"
 
 
 def _setting_names():
   return {f.name for f in dataclasses.fields(config.HParams)} - _NOT_SETTINGS
+
+
+def _errors_in_keywords(call):
+  """`call` with the errors the command line's code raises under it (worded in flags: its
+  DataErrors) worded in the API's keywords (errors.in_keywords): `vocab_path=`, not
+  `--vocab_path`."""
+
+  @functools.wraps(call)
+  def worded(*args, **kwargs):
+    try:
+      return call(*args, **kwargs)
+    except DataError as e:
+      names = _setting_names()
+      booleans = {name for name in names if isinstance(_DECLARED[name].default, bool)}
+      e.args = tuple(in_keywords(arg, names, booleans) if isinstance(arg, str) else arg
+                     for arg in e.args)
+      raise
+
+  return worded
+
+
+@contextlib.contextmanager
+def _progress_shown():
+  """absl's INFO lines (the training log's line every log_every_n_steps steps, the checkpoints
+  saved) shown while fit() runs, as the command line shows them, where the caller chose no
+  level for absl's logger: in a plain interpreter they would go to Python's root logger, whose
+  default level (WARNING) drops them. A level the caller set (absl.logging.set_verbosity, as
+  absl's app.run does on the command line; logging.getLogger("absl").setLevel) is kept."""
+  logger = absl_logging.get_absl_logger()
+  if logger.level != logging.NOTSET:
+    yield
+    return
+  logger.setLevel(logging.INFO)
+  try:
+    yield
+  finally:
+    logger.setLevel(logging.NOTSET)
 
 
 def _check_names(settings, allowed, where, hint):
@@ -169,26 +213,30 @@ def _pairs_checked(pairs, where):
   return checked
 
 
+def _pairs_text(pairs):
+  """The pairs as JSONL (article, abstract)."""
+  return "".join(json.dumps({"article": article, "abstract": abstract}, ensure_ascii=False)
+                 + "\n" for article, abstract in pairs)
+
+
 def _write_pairs(pairs, path):
-  """The pairs as JSONL (article, abstract), written atomically; returns the path."""
+  """The pairs as JSONL, written atomically; returns the path."""
   make_output_dir(os.path.dirname(path))
-  files.write_text_atomic(path, "".join(
-      json.dumps({"article": article, "abstract": abstract}, ensure_ascii=False) + "\n"
-      for article, abstract in pairs))
+  files.write_text_atomic(path, _pairs_text(pairs))
   return path
 
 
 def _data_setting(data_arg, settings, where, pairs_path):
   """settings with data_path for `data_arg`: a glob (str) as --data_path, or pairs written to
-  `pairs_path()` as JSONL."""
+  `pairs_path(pairs)` as JSONL."""
   if data_arg is None:
     return settings
   if "data_path" in settings:
     raise TypeError(f"{where}: give the data as data= or data_path=, not both")
   if isinstance(data_arg, (str, os.PathLike)):
     return {**settings, "data_path": os.fspath(data_arg)}
-  path = _write_pairs(_pairs_checked(data_arg, where), pairs_path())
-  return {**settings, "data_path": path}
+  pairs = _pairs_checked(data_arg, where)
+  return {**settings, "data_path": _write_pairs(pairs, pairs_path(pairs))}
 
 
 def run_settled(hps, given, samples=None):
@@ -229,16 +277,37 @@ def _decoding_as_the_run(samples, given):
   return lambda hps, vocab, model: samples(decoding_defaults.applied(hps, given), vocab, model)
 
 
+def _train_pairs_path(run_dir, pairs, where):
+  """Where fit() keeps the training `pairs` of the run in `run_dir` (TRAIN_PAIRS): a DataError
+  if the run was trained on other pairs, which the file holds (they would be lost, and the run
+  would no longer say what it was trained on)."""
+  path = os.path.join(os.fspath(run_dir), TRAIN_PAIRS)
+  train_dir = os.path.join(os.fspath(run_dir), "train")
+  if os.path.isfile(path) and checkpoints.newest(train_dir):
+    with open(path, encoding="utf-8") as f:
+      if f.read() != _pairs_text(pairs):
+        raise DataError(
+            f"{where}: {os.path.abspath(run_dir)} was trained on other pairs, kept in its "
+            f"{TRAIN_PAIRS}: give data= those pairs (or data={path!r}) to train it on, or train "
+            "on these in a new run directory")
+  return path
+
+
+@_errors_in_keywords
 def fit(run_dir, data=None, **settings):
   """Trains the run in `run_dir` as `--mode=train` does (the same function): its record, the
   trainer lock, the checks of the data and the vocab, checkpoints every checkpoint_secs and at
   the end, TensorBoard, the non-finite guard, a clean stop on Ctrl-C, and resuming from the
-  newest checkpoint. Returns the steps run, one dict of scalars each (step, loss, ...).
+  newest checkpoint. Logs the command line's training log (a line every log_every_n_steps
+  steps) through absl's logger, shown without any set-up (a level set on it is kept). Returns
+  the steps run, one dict of scalars each (step, loss, ...): [] for a run already at
+  num_train_steps, which a warning says.
 
-  data: a --data_path glob, or (article, abstract) pairs of raw text (a list, any iterable, a
+  data: a data_path glob, or (article, abstract) pairs of raw text (a list, any iterable, a
   tf.data.Dataset), tokenised as the settings say (tokenizer, lowercase) and kept in
-  <run_dir>/train_pairs.jsonl. settings: the run's, as the flags of the same names (listed at
-  the end); left out, a resumed run's record fills the model's in.
+  <run_dir>/train_pairs.jsonl; a trained run takes the pairs it keeps there again, not others
+  (a DataError: they would be lost). settings: the run's, as the flags of the same names
+  (listed at the end); left out, a resumed run's record fills the model's in.
 
   Examples:
 
@@ -258,16 +327,18 @@ def fit(run_dir, data=None, **settings):
     raise DataError(f"{where}: vocab_path= is required with data= for a new run (a vocab file "
                     "of 'word count' lines: tools/make_vocab.py makes one from the data)")
   settings = _data_setting(data, settings, where,
-                           lambda: os.path.join(os.fspath(run_dir), TRAIN_PAIRS))
+                           lambda pairs: _train_pairs_path(run_dir, pairs, where))
   hps, given = _hparams(run_dir, "train", settings, where)
-  with stopping.until_stopped():
+  with stopping.until_stopped(), _progress_shown():
     return run_settled(hps, given)
 
 
+@_errors_in_keywords
 def load(run_dir, checkpoint=None, **settings):
   """The run in `run_dir` loaded as decode mode loads it: its record's model settings, vocab
   and tokenisation, the coverage its checkpoint has. checkpoint: None (the newest of train/),
-  "best" (eval's best model), a step (train/model.ckpt-<step>) or a checkpoint prefix.
+  "best" (eval's best model), a step (train/model.ckpt-<step>; an int, or a str of digits: 300
+  or "300") or a checkpoint prefix.
   settings: decode's for every summarize() call, and those the record holds, which must agree
   with it (all listed at the end). A decoding setting not given is the run's decoding default
   where it has one (`Summarizer.decoding_defaults`: as given to its training or stored since),
@@ -281,7 +352,7 @@ def load(run_dir, checkpoint=None, **settings):
   >>> pointer_gen.load(run_dir, hidden_dim=16)
   Traceback (most recent call last):
   ...
-  pointer_gen.base.errors.DataError: --hidden_dim=16 conflicts with hidden_dim=8 recorded in ...
+  pointer_gen.base.errors.DataError: hidden_dim=16 conflicts with hidden_dim=8 recorded in ...
   """
   where = "load()"
   run_dir = os.path.abspath(os.fspath(run_dir))
@@ -318,6 +389,9 @@ def _checkpoint(hps, checkpoint):
   if isinstance(checkpoint, bool) or not isinstance(checkpoint, (int, str, os.PathLike)):
     raise TypeError(f"load(): checkpoint={checkpoint!r}: expected None, 'best', a step or a "
                     "checkpoint prefix")
+  if isinstance(checkpoint, str) and checkpoint.isascii() and checkpoint.isdigit():
+    # A step as text (read from a file name, a command line, a form): the step, not a path.
+    checkpoint = int(checkpoint)
   if isinstance(checkpoint, int):
     path = os.path.join(hps.train_dir, f"{checkpoints.CHECKPOINT_NAME}-{checkpoint}")
     if not os.path.exists(path + ".index"):
@@ -433,6 +507,7 @@ class Summarizer:
       self.hparams = decoding_defaults.applied(self.hparams.replace(**stored), self._given)
     return hps
 
+  @_errors_in_keywords
   def save_decoding_defaults(self, **settings):
     """Stores decoding `settings` (the search's: search, its strategy's, min_dec_steps,
     max_dec_steps, the controls'; checked as summarize() checks them) as the run's decoding
@@ -444,6 +519,7 @@ class Summarizer:
                    frozenset(decoding_defaults.names(self.hparams)) | {"save_decoding_defaults"})
     return decoding_defaults.given(self.hparams, settings)
 
+  @_errors_in_keywords
   def summarize(self, articles, *, tokenized=False, attention=False, **settings):
     """The Summary of each of `articles` (a list of str), in order: the same summaries as
     `--mode=decode --single_pass` gives the same articles with the same settings.
@@ -465,7 +541,7 @@ class Summarizer:
     >>> summarizer.summarize(["an article"], search="sample", beam_size=2)
     Traceback (most recent call last):
     ...
-    pointer_gen.base.errors.DataError: --beam_size is a setting of --search=beam, not of --search=sample...
+    pointer_gen.base.errors.DataError: beam_size= is a setting of search=beam, not of search=sample...
     """
     where = "summarize()"
     articles = _articles_checked(articles, where)
@@ -497,18 +573,19 @@ class Summarizer:
 
   def _search(self, hps, attention):
     """The compiled search of `hps` (decode's continuous batching, or a one-article search
-    keeping the attention), built once per setting."""
-    key = (hps, attention)
+    keeping the attention), built once per set of what it reads: settings that change only
+    decode mode's files (decode_dir, rouge_tokenizer, ...) reuse it."""
+    settings = contract.Settings.from_hparams(hps, keep_attention=attention, vocab=self.vocab)
+    search_attention = attention_lib.SearchAttention.of(hps, "view" if attention else "decode")
+    key = (hps.search, strategies.strategy_class(hps.search).Options.from_hparams(hps), settings,
+           search_attention.steps, search_attention.first_step,
+           None if attention else hps.batch_size)
     if key not in self._searches:
-      settings = contract.Settings.from_hparams(hps, keep_attention=attention, vocab=self.vocab)
-      if attention:
-        self._searches[key] = summaries.make_search(self.model, strategies.make(
-            hps, settings, attention_lib.SearchAttention.of(hps, "view")))
-      else:
-        self._searches[key] = continuous_batching.SlotDecoder(
-            self.model, strategies.make(hps, settings,
-                                        attention_lib.SearchAttention.of(hps, "decode")),
-            hps.batch_size, hps.max_enc_steps)
+      strategy = strategies.make(hps, settings, search_attention)
+      self._searches[key] = (
+          summaries.make_search(self.model, strategy) if attention
+          else continuous_batching.SlotDecoder(self.model, strategy, hps.batch_size,
+                                               hps.max_enc_steps))
     return self._searches[key]
 
   def _summary(self, hps, example, result, tokenizer):
@@ -526,11 +603,13 @@ class Summarizer:
         p_gen_mean=float(np.mean(summary.p_gens)) if len(summary.p_gens) else 0.0,
         article_tokens=article_tokens, attention=summary.attn, n_best=n_best)
 
+  @_errors_in_keywords
   def evaluate(self, data=None, **settings):
     """The checkpoint's losses on `data` as `--mode=eval --single_pass` scores them (and
     writes them: <run>/eval/metrics-<step>.json and TensorBoard): {"loss", "num_examples",
-    "mean_nll_per_token", ...}. data: a --data_path glob, or (article, abstract) pairs of raw
-    text; settings: the data's (listed at the end).
+    "mean_nll_per_token", ...}. data: a data_path glob, or (article, abstract) pairs of raw
+    text, kept beside the metrics in <run>/eval/eval_pairs-<step>.jsonl (the metrics'
+    data_path); settings: the data's (listed at the end).
 
     Examples:
 
@@ -541,17 +620,17 @@ class Summarizer:
     where = "evaluate()"
     if data is None and "data_path" not in settings:
       raise TypeError(f"{where}: give the data to score (data=, a glob or pairs)")
-    with tempfile.TemporaryDirectory(prefix="pointer_gen_eval_") as scratch:
-      settings = _data_setting(data, settings, where,
-                               lambda: os.path.join(scratch, "pairs.jsonl"))
-      hps, given = _hparams(self.hparams.run_dir, "eval", settings, where, single_pass=True,
-                            ckpt_path=self.checkpoint)
-      hps = settle.settled(hps, given)
-      data_lib.check_unknown_words(hps, self.vocab)
-      with stopping.until_stopped():
-        scored = evaluate_lib.run_single_pass(hps, self.vocab)
+    settings = _data_setting(data, settings, where, lambda pairs: os.path.join(
+        self.hparams.eval_dir, EVAL_PAIRS.format(step=self.step)))
+    hps, given = _hparams(self.hparams.run_dir, "eval", settings, where, single_pass=True,
+                          ckpt_path=self.checkpoint)
+    hps = settle.settled(hps, given)
+    data_lib.check_unknown_words(hps, self.vocab)
+    with stopping.until_stopped():
+      scored = evaluate_lib.run_single_pass(hps, self.vocab)
     return None if scored is None else scored.metrics
 
+  @_errors_in_keywords
   def export(self, export_dir, version=None, **settings):
     """Writes the SavedModel `--mode=export` writes (raw text in, summaries out; its serving
     signatures and settings) of this checkpoint to export_dir/<version> (default: its step)

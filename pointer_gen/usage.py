@@ -1,7 +1,9 @@
 """`python -m pointer_gen.run --help`: the project's flags grouped by the mode that reads them,
 with their defaults. absl's own --help lists only flags defined in the main module (none here:
-config.py defines them), so it would print nothing but "Try --helpfull"."""
+config.py defines them), so it would print nothing but "Try --helpfull". The tools' --help
+(parse_tool_flags, run_tool): absl's usage, exiting 0 as the entry point's does."""
 
+from absl import app
 from absl import flags
 
 from pointer_gen import config
@@ -54,3 +56,19 @@ def help_text(flag_values, program="python -m pointer_gen.run"):
     text += f"\n{title}:\n" + "".join(lines)
   return text + ("\n--flagfile=FILE reads flags from a file (flags/*.cfg); --helpfull lists "
                  "every flag,\nabsl's and TensorFlow's included.")
+
+
+def parse_tool_flags(argv):
+  """absl's parsing of a tool's flags (tools/, tools/dev/), except that --help (HELP_ARGS) and
+  --helpfull print the tool's usage to stdout and exit 0, as `python -m pointer_gen.run --help`
+  does: absl's own --help exits 1, as if the tool had failed."""
+  before_end = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+  full = "--helpfull" in before_end
+  if full or any(arg in HELP_ARGS for arg in before_end):
+    app.usage(shorthelp=not full, writeto_stdout=True, exitcode=0)
+  return app.parse_flags_with_usage(argv)
+
+
+def run_tool(main):
+  """A tool's `main` run as absl's app.run runs it, its flags parsed by parse_tool_flags."""
+  app.run(main, flags_parser=parse_tool_flags)

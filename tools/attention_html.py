@@ -25,6 +25,7 @@ import sys
 
 from absl import app
 from absl import flags
+from pointer_gen import usage
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", "", "Attention-visualisation JSON written by decode mode.")
@@ -275,4 +276,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

@@ -21,12 +21,12 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from pointer_gen import usage
 from pointer_gen.base import checkpoints
 from pointer_gen.base.errors import DataError
 
@@ -125,4 +125,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

@@ -20,6 +20,7 @@ import sys
 from absl import app
 from absl import flags
 
+from pointer_gen import usage
 from pointer_gen.base import settings
 from pointer_gen.base.errors import DataError
 from pointer_gen.formats import data_files
@@ -107,4 +108,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

@@ -21,6 +21,7 @@ from absl import app
 from absl import flags
 
 from pointer_gen import config
+from pointer_gen import usage
 from pointer_gen.base import environment
 from pointer_gen.base.errors import DataError
 from pointer_gen.data import raw_text
@@ -64,4 +65,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

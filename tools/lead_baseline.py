@@ -17,6 +17,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from pointer_gen import usage
 from pointer_gen.base import settings
 from pointer_gen.base.errors import DataError
 from pointer_gen.formats import data_files
@@ -82,4 +83,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run_tool(main)

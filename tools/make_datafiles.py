@@ -42,6 +42,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from pointer_gen import usage
 from pointer_gen.base.errors import DataError
 from pointer_gen.formats import base
 from pointer_gen.formats import bin_format
@@ -568,4 +569,4 @@ def main(argv):
 
 if __name__ == "__main__":
   _define_flags()
-  app.run(main)
+  usage.run_tool(main)

@@ -17,6 +17,7 @@ import urllib.request
 
 from absl import app
 from absl import flags
+from pointer_gen import usage
 
 FLAGS = flags.FLAGS
 
@@ -104,4 +105,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run_tool(main)

@@ -15,8 +15,8 @@ import json
 import os
 import random
 import re
+import secrets
 import shutil
-import tempfile
 import time
 
 from absl import logging
@@ -420,8 +420,10 @@ def ensure_demo_corpus(out_dir, seed=0):
     return _paths(out_dir)
   parent, name = os.path.split(out_dir)
   make_output_dir(parent)
+  # A plain mkdir, not mkdtemp (which creates mode 0700): the corpus gets the usual permissions.
+  tmp = os.path.join(parent, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
   try:
-    tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
+    os.mkdir(tmp)
   except OSError as e:  # a read-only --log_root
     raise cannot_create(out_dir, e) from e
   try:

@@ -3,6 +3,7 @@ samples and tools/lead_baseline.py share: a batch's search compiled and run, sin
 as articles, a summary's words and its record, the references tokenised as the articles, and
 the n-gram figures of summaries against their references and articles."""
 
+import functools
 import itertools
 import operator
 
@@ -17,13 +18,11 @@ def make_search(model, searcher):
   """The whole search of a batch of articles by `searcher` (a contract.Strategy, with its
   attention) as one compiled function."""
   ids = tf.TensorSpec([None, None], tf.int32)
-
-  @tf.function(autograph=False, input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
-                                tf.TensorSpec([], tf.int32)])
-  def search(enc_input, enc_len, enc_input_ext, max_oovs):
-    return searcher.search(model, enc_input, enc_len, enc_input_ext, max_oovs)
-
-  return search
+  # A function of its own to TensorFlow's retracing statistics (kept per Python function): the
+  # searches of other settings are traced once each, not retraced (continuous_batching._own).
+  return tf.function(functools.partial(searcher.search, model), autograph=False,
+                     input_signature=[ids, tf.TensorSpec([None], tf.int32), ids,
+                                      tf.TensorSpec([], tf.int32)])
 
 
 def run_search(search, batch):

@@ -15,6 +15,7 @@ two) whenever at most half of the rows in use still run, so the end of a stream 
 for ended slots.
 """
 
+import functools
 import itertools
 import operator
 
@@ -68,19 +69,20 @@ class SlotDecoder:
         step=settings.max_dec_steps)
     search_spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, self._empty)
     ids = tf.TensorSpec([None, None], tf.int32)
-    self._encode = tf.function(self._encode_articles, autograph=False, input_signature=[
+    # Each traced once, for this decoder's settings (their input signatures fix the shapes).
+    self._encode = tf.function(_own(self._encode_articles), autograph=False, input_signature=[
         ids, tf.TensorSpec([None], tf.int32), ids])
     rows_of = lambda t: tf.TensorSpec([None] + t.shape[1:].as_list(), t.dtype)  # [A, ...]
     encoded_spec = (tf.nest.map_structure(rows_of, self.memory),
                     tuple(rows_of(s) for s in state))
-    self._admit = tf.function(self._admit_articles, autograph=False, input_signature=[
+    self._admit = tf.function(_own(self._admit_articles), autograph=False, input_signature=[
         search_spec, tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32),
         encoded_spec])
     scalar = tf.TensorSpec([], tf.int32)
-    self._run = tf.function(self._run_in_slots, autograph=False,
+    self._run = tf.function(_own(self._run_in_slots), autograph=False,
                             input_signature=[search_spec, scalar])
     # The end of a stream: the searches still running, gathered into fewer rows.
-    self._run_gathered = tf.function(self._run_until_one_ends, autograph=False, input_signature=[
+    self._run_gathered = tf.function(_own(self._run_until_one_ends), autograph=False, input_signature=[
         tf.nest.map_structure(rows_of, self._empty), encoded_spec[0], scalar])
 
   def _encode_articles(self, enc_input, enc_len, enc_input_ext):
@@ -244,3 +246,11 @@ def _padded(examples):
     enc_input[n, :lengths[n]] = example["enc_input"]
     enc_input_ext[n, :lengths[n]] = example["enc_input_ext"]
   return enc_input, lengths, enc_input_ext
+
+
+def _own(method):
+  """`method` (a bound method) as a function of its own to TensorFlow's retracing statistics,
+  which it keeps per Python function (its code): the functions of decoders of other settings
+  (the Python API builds one per set of settings) are traced once each, not retraced, and
+  would otherwise count as the retracing of one function, which TensorFlow warns of."""
+  return functools.partial(method)

@@ -221,6 +221,10 @@ class Trainer:
     history = []
     last_save = time.time()
     step_log = StepLog(hps.num_train_steps)
+    reached = int(self.step.numpy())
+    if hps.num_train_steps and reached >= hps.num_train_steps:
+      logging.warning("Nothing to train: the run is at step %d, num_train_steps is %d (a larger "
+                      "num_train_steps trains it on)", reached, hps.num_train_steps)
     with stopping.until_stopped():
       try:
         # Kept until the trainer goes: tearing it down waits for the input pipeline's threads.

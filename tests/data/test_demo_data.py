@@ -193,6 +193,18 @@ def test_ensure_reuses_then_regenerates(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["demo", "plain"]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_the_corpus_directory_has_the_umasks_mode(tmp_path, umask):
+  """As a plain mkdir makes it (0755 under umask 022), not private to its maker as a temporary
+  directory is (0700)."""
+  before = os.umask(umask)
+  try:
+    demo_data.ensure_demo_corpus(str(tmp_path / "demo"))
+  finally:
+    os.umask(before)
+  assert (tmp_path / "demo").stat().st_mode & 0o777 == 0o777 & ~umask
+
+
 def test_ensure_regenerates_for_another_seed(tmp_path):
   out_dir = tmp_path / "demo"
   demo_data.ensure_demo_corpus(str(out_dir), seed=0)

@@ -109,7 +109,7 @@ def test_misuse_is_a_clear_error(loaded, tmp_path):
     pointer_gen.load(run_dir, checkpoint=3)
   with pytest.raises(DataError, match="no best model in"):
     pointer_gen.load(run_dir, checkpoint="best")
-  with pytest.raises(DataError, match="^--hidden_dim=16 conflicts with hidden_dim=8 recorded in "
+  with pytest.raises(DataError, match="^hidden_dim=16 conflicts with hidden_dim=8 recorded in "
                      ".*run_config.json"):
     pointer_gen.load(run_dir, hidden_dim=16)
   with pytest.raises(TypeError, match=r"load\(\): 'hiden_dim' is not a setting .*did you mean "
@@ -117,8 +117,8 @@ def test_misuse_is_a_clear_error(loaded, tmp_path):
     pointer_gen.load(run_dir, hiden_dim=8)
   with pytest.raises(TypeError, match=r"summarize\(\): 'hidden_dim' is not a decoding setting"):
     summarizer.summarize(["an article"], hidden_dim=8)
-  with pytest.raises(DataError, match="^--top_k is a setting of --search=sample, not of "
-                     "--search=beam"):
+  with pytest.raises(DataError, match="^top_k= is a setting of search=sample, not of "
+                     "search=beam"):
     summarizer.summarize(["an article"], top_k=3)
   with pytest.raises(TypeError, match=r"summarize\(\): article 1 is a bytes, not a str"):
     summarizer.summarize(["an article", b"bytes"])

@@ -1,8 +1,15 @@
 """The Python API as a new user finds it: an empty article summarized as the export does, a
 summary's maximum length a summarize() setting, the settings listed with their defaults
-(pointer_gen.settings(), the calls' help, docs/python.md), dir(pointer_gen), and n-best entries
-with n_best.jsonl's field names."""
+(pointer_gen.settings(), the calls' help, docs/python.md), dir(pointer_gen), n-best entries
+with n_best.jsonl's field names, fit()'s training log shown and a run past num_train_steps said,
+a run's pairs kept (fit's, evaluate's), and a step given as digits."""
 
+import contextlib
+import glob
+import itertools
+import json
+import logging
+import pathlib
 import re
 import shutil
 import subprocess
@@ -13,9 +20,13 @@ import pytest
 from pointer_gen import api
 from pointer_gen import config
 from pointer_gen.base import settings as settings_lib
+from pointer_gen.base.errors import DataError
+from pointer_gen.formats import bin_format
+from pointer_gen.formats import skips as skips_lib
 import pointer_gen
 
 from helpers import REPO
+from helpers import TINY_RUN
 
 ARTICLE = "the police said the man was arrested on saturday ."
 
@@ -138,3 +149,135 @@ def test_dir_lists_the_api_in_a_fresh_interpreter():
 
 def test_dir_lists_the_api():
   assert set(pointer_gen.__all__) <= set(dir(pointer_gen))
+
+
+class _Records(logging.Handler):
+  """The log records that reach Python's root logger's handlers."""
+
+  def __init__(self):
+    super().__init__()
+    self.records = []
+
+  def emit(self, record):
+    self.records.append(record)
+
+
+@contextlib.contextmanager
+def _as_a_plain_interpreter_logs():
+  """Logging as a plain interpreter has it (no level on absl's logger, the root logger's default
+  WARNING), with what reaches the root's handlers kept."""
+  absl_logger, root = logging.getLogger("absl"), logging.getLogger()
+  levels = absl_logger.level, root.level
+  absl_logger.setLevel(logging.NOTSET)
+  root.setLevel(logging.WARNING)
+  records = _Records()
+  root.addHandler(records)
+  try:
+    yield records.records
+  finally:
+    root.removeHandler(records)
+    absl_logger.setLevel(levels[0])
+    root.setLevel(levels[1])
+
+
+def _pairs(demo_corpus, start, count):
+  records = bin_format.BIN.read(sorted(glob.glob(demo_corpus["train"]))[0],
+                                skips_lib.SkipCounter())
+  return [(r.article, " ".join(r.abstract_sentences))
+          for r in itertools.islice(records, start, start + count)]
+
+
+SIZES = {k: v for k, v in TINY_RUN.items() if k != "exp_name"}
+
+
+@pytest.fixture(scope="module")
+def fitted(demo_corpus, tmp_path_factory):
+  """(a run fit() trained 2 steps on pairs, logging a line a step as a plain interpreter
+  shows them: its log records, the pairs)."""
+  run_dir = tmp_path_factory.mktemp("fitted") / "run"
+  pairs = _pairs(demo_corpus, 0, 8)
+  with _as_a_plain_interpreter_logs() as records:
+    pointer_gen.fit(run_dir, data=pairs, vocab_path=demo_corpus["vocab"], num_train_steps=2,
+                    log_every_n_steps=1, checkpoint_secs=1000, **SIZES)
+    assert logging.getLogger("absl").level == logging.NOTSET  # as it was
+  return run_dir, pairs, records
+
+
+def test_fit_shows_its_training_log_in_a_plain_interpreter(fitted):
+  """A line each log_every_n_steps steps, as the command line logs them, each once."""
+  _, _, records = fitted
+  steps = [record.getMessage().split(":")[0] for record in records
+           if record.name == "absl" and record.getMessage().startswith("step ")]
+  assert steps == ["step 1", "step 2"]
+  assert all(record.levelno == logging.INFO for record in records
+             if record.getMessage().startswith("step "))
+
+
+def test_fit_past_num_train_steps_says_so_and_runs_no_step(fitted):
+  run_dir, pairs, _ = fitted
+  checkpoints = sorted(glob.glob(str(run_dir / "train" / "model.ckpt-*.index")))
+  with _as_a_plain_interpreter_logs() as records:
+    history = pointer_gen.fit(run_dir, data=pairs, num_train_steps=2)
+  assert history == []
+  warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+  assert any("the run is at step 2, num_train_steps is 2" in message for message in warnings)
+  assert sorted(glob.glob(str(run_dir / "train" / "model.ckpt-*.index"))) == checkpoints
+
+
+def test_a_second_fit_with_other_pairs_keeps_the_first(fitted, demo_corpus):
+  """The run's train_pairs.jsonl says what it was trained on: other pairs are refused, naming
+  the run and data=, and the file is left as it was."""
+  run_dir, pairs, _ = fitted
+  kept = (run_dir / api.TRAIN_PAIRS).read_bytes()
+  assert kept.decode("utf-8") == "".join(
+      json.dumps({"article": a, "abstract": b}, ensure_ascii=False) + "\n" for a, b in pairs)
+  with pytest.raises(DataError, match=rf"^fit\(\): {re.escape(str(run_dir))} was trained on "
+                     r"other pairs, kept in its train_pairs.jsonl: give data="):
+    pointer_gen.fit(run_dir, data=_pairs(demo_corpus, 8, 8), num_train_steps=3)
+  assert (run_dir / api.TRAIN_PAIRS).read_bytes() == kept
+  assert pointer_gen.load(run_dir).step == 2
+
+
+def test_a_step_given_as_digits_loads_that_step(summarizer):
+  run_dir = summarizer.hparams.run_dir
+  assert pointer_gen.load(run_dir, checkpoint=str(summarizer.step)).step == summarizer.step
+  with pytest.raises(DataError, match=f"no checkpoint of step {summarizer.step + 1} in "):
+    pointer_gen.load(run_dir, checkpoint=str(summarizer.step + 1))
+
+
+def test_evaluate_keeps_the_pairs_its_metrics_name(summarizer, demo_corpus):
+  pairs = _pairs(demo_corpus, 0, 3)
+  scores = summarizer.evaluate(pairs)
+  metrics = json.loads(pathlib.Path(summarizer.hparams.eval_dir, f"metrics-{summarizer.step}.json")
+                       .read_text(encoding="utf-8"))
+  assert scores == metrics and metrics["num_examples"] == 3
+  kept = [json.loads(line) for line in open(metrics["data_path"], encoding="utf-8")]
+  assert [(row["article"], row["abstract"]) for row in kept] == pairs
+
+
+def _traced(summarizer):
+  """{search: the tracing count of each of its compiled functions}, of the searches the
+  Summarizer has built."""
+  searches = summarizer._searches.values()  # pylint: disable=protected-access
+  return {id(search): [f.experimental_get_tracing_count() for f in (
+      [search] if hasattr(search, "experimental_get_tracing_count")
+      else [v for v in vars(search).values() if hasattr(v, "experimental_get_tracing_count")])]
+          for search in searches}
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_each_set_of_search_settings_is_traced_once_and_other_settings_reuse_it(summarizer,
+                                                                                attention):
+  """A new search's functions are traced once each at most (one a run may not call); settings
+  only decode mode's files read (decode_dir, rouge_tokenizer) reuse the search of the same
+  search settings."""
+  first = summarizer.summarize([ARTICLE], attention=attention, beam_size=3)[0]
+  traced = _traced(summarizer)
+  assert all(1 in counts and set(counts) <= {0, 1} for counts in traced.values())
+  again = summarizer.summarize([ARTICLE], attention=attention, beam_size=3,
+                               rouge_tokenizer="cjk", decode_dir="elsewhere")[0]
+  assert _traced(summarizer) == traced and again.tokens == first.tokens
+  summarizer.summarize([ARTICLE], attention=attention, beam_size=3, min_dec_steps=3)
+  after = _traced(summarizer)
+  assert len(after) == len(traced) + 1
+  assert all(1 in counts and set(counts) <= {0, 1} for counts in after.values())

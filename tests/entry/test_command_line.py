@@ -181,7 +181,7 @@ def test_a_log_root_the_demo_corpus_cannot_be_written_in_is_one_error_line(tmp_p
 
 
 def _read_only(root, make, made):
-  """A stand-in for the function `make` (os.makedirs, tempfile.mkdtemp) that fails as on a
+  """A stand-in for the function `make` (os.makedirs, os.mkdir, tempfile.mkdtemp) that fails as on a
   read-only file system when the directory it would make, `made(*args, **kwargs)`, is in
   `root`."""
 
@@ -203,6 +203,7 @@ def test_a_read_only_log_root_is_the_same_error_with_or_without_data_path(
       log_root, tempfile.mkdtemp, lambda *_, dir=None, **__: os.path.join(dir or "", "new")))
   monkeypatch.setattr(os, "makedirs",
                       _read_only(log_root, os.makedirs, lambda name, *_, **__: name))
+  monkeypatch.setattr(os, "mkdir", _read_only(log_root, os.mkdir, lambda name, *_, **__: name))
   args = [] if data == "demo" else [f"--data_path={demo_corpus['train']}",
                                     f"--vocab_path={demo_corpus['vocab']}", "--exp_name=run"]
   code, _, err = run_main(capsys, f"--log_root={log_root}", "--num_train_steps=1", *args)

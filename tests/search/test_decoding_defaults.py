@@ -251,10 +251,10 @@ def test_settings_stored_after_training(run_dir, demo_corpus, capsys):
   assert (summarizer.hparams.max_dec_steps, summarizer.hparams.repetition_penalty) == (5, 1.5)
   assert summarizer.decoding_defaults == pointer_gen.load(run_dir).decoding_defaults
   # Bad values are refused with the declared checks, and nothing is stored.
-  with pytest.raises(DataError, match=r"^--repetition_penalty=0.5: must be >= 1.0$"):
+  with pytest.raises(DataError, match=r"^repetition_penalty=0.5: must be >= 1.0$"):
     summarizer.save_decoding_defaults(repetition_penalty=0.5)
-  with pytest.raises(DataError, match=r"^--min_dec_steps=9: must be between 0 and "
-                     r"--max_dec_steps=5$"):
+  with pytest.raises(DataError, match=r"^min_dec_steps=9: must be between 0 and "
+                     r"max_dec_steps=5$"):
     summarizer.save_decoding_defaults(min_dec_steps=9)
   with pytest.raises(TypeError, match=r"save_decoding_defaults\(\): 'beam' is not a decoding "
                      r"setting .*did you mean"):

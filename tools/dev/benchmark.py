@@ -44,14 +44,17 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parents[2]
+# make_datafiles is a user's tool, in tools/, a folder above this script's (Python puts only
+# this script's folder on the path).
+sys.path.insert(1, str(REPO / "tools"))
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow as tf
 
 from pointer_gen import attention
 from pointer_gen import config
+from pointer_gen import usage
 from pointer_gen.base import checkpoints
 from pointer_gen.base import environment
 from pointer_gen.base import loop_gradients
@@ -70,7 +73,7 @@ from pointer_gen.search import registry as strategies
 from pointer_gen.text import tokenizers as text
 from pointer_gen.text import vocab as vocab_lib
 from pointer_gen.training import train
-import make_datafiles  # tools/, next to this script
+import make_datafiles  # tools/
 from process_memory import peak_rss_gb
 
 # The command line's process-wide CPU choices (allocator, XLA's vector width): timed as it runs.
@@ -790,4 +793,4 @@ def _report(results, rows):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

@@ -25,10 +25,10 @@ import sys
 import tempfile
 import time
 
-from absl import app
 from absl import flags
 
 import interleaved
+from pointer_gen import usage
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 VIETNEWS = REPO.parent / "shared" / "data" / "vietnews_bin"
@@ -107,4 +107,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

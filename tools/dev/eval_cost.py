@@ -32,11 +32,11 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import tensorflow as tf
 
 from pointer_gen import config
+from pointer_gen import usage
 from pointer_gen.base import checkpoints
 from pointer_gen.base import environment
 from pointer_gen.data import demo as demo_data
@@ -160,4 +160,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

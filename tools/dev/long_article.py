@@ -33,9 +33,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BBC_VAL = REPO.parent / "shared" / "data" / "bbc_news_summary" / "val.jsonl"
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import numpy as np
+
+from pointer_gen import usage
 
 from process_memory import peak_rss_gb  # tools/, next to this script
 
@@ -193,4 +194,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

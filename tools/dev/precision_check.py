@@ -18,11 +18,11 @@ import shutil
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from pointer_gen import config
+from pointer_gen import usage
 from pointer_gen.base import environment
 from pointer_gen.base.precision import PRECISIONS
 from pointer_gen.text import vocab as vocab_lib
@@ -103,4 +103,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

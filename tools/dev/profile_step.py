@@ -37,13 +37,13 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow as tf
 
 import benchmark  # tools/, next to this script: its configurations, batches and data flags
 from pointer_gen import attention
+from pointer_gen import usage
 from pointer_gen.base import environment
 from pointer_gen.base import precision
 from pointer_gen.data import pipeline as data
@@ -360,4 +360,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)

@@ -45,6 +45,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
 
+from pointer_gen import usage
 from pointer_gen.data import demo as demo_data  # pylint: disable=g-import-not-at-top
 
 MODEL_FLAGS = ("--vocab_size=519", "--hidden_dim=8", "--emb_dim=8", "--batch_size=4",
@@ -369,4 +370,4 @@ def main(argv):
 
 if __name__ == "__main__":
   _define_flags()
-  app.run(main)
+  usage.run_tool(main)

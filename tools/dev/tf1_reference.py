@@ -43,11 +43,11 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # pylint: disable=g-import-not-at-top
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from pointer_gen import usage
 from pointer_gen.text import vocab as vocab_lib
 from process_memory import peak_rss_gb  # tools/, next to this script
 
@@ -539,6 +539,6 @@ if __name__ == "__main__":
   flags.DEFINE_string("vocab_path", "", "Vocab of --data_path.")
   flags.DEFINE_boolean("bfc", False, "Use TensorFlow's BFC CPU allocator, as pointer_gen does "
                        "(the original ran with TensorFlow's default).")
-  flags.FLAGS(sys.argv)
+  usage.parse_tool_flags(sys.argv)
   os.environ["TF_CPU_ALLOCATOR_USE_BFC"] = "true" if flags.FLAGS.bfc else "false"
-  sys.exit(app.run(main))
+  usage.run_tool(main)

@@ -27,11 +27,11 @@ import sys
 import tempfile
 import time
 
-from absl import app
 from absl import flags
 
 import interleaved
 import suite_census
+from pointer_gen import usage
 
 TOOLS = pathlib.Path(__file__).resolve().parent
 REPO = TOOLS.parents[1]
@@ -190,4 +190,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run_tool(main)
