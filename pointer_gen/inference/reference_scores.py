@@ -27,6 +27,7 @@ from pointer_gen.base import files
 from pointer_gen.base import stopping
 from pointer_gen.base.errors import DataError
 from pointer_gen.base.errors import make_output_dir
+from pointer_gen.data import batch as batch_lib
 from pointer_gen.data import pipeline as data
 from pointer_gen.model import losses
 
@@ -39,11 +40,11 @@ def make_scorer(model, hps, vocab_size):
   (losses.compute_losses), each target token's NLL [B, T] and copied share [B, T]."""
   implementation = attention.chosen(hps, "train")
 
-  @tf.function(autograph=False, input_signature=[data.batch_spec()])
+  @tf.function(autograph=False, input_signature=[batch_lib.spec()])
   def score(batch):
     outputs = model(batch, real_steps_only=True, implementation=implementation)
     per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)  # each [B]
-    generated, copied = losses.gold_parts(outputs, batch["target"], batch["enc_input_ext"],
+    generated, copied = losses.gold_parts(outputs, batch.target, batch.enc_input_ext,
                                           vocab_size)  # [B, T] each
     probs = generated if copied is None else generated + copied  # [B, T]
     token_nll = -tf.math.log(tf.maximum(probs, losses.PROB_FLOOR))  # [B, T]
@@ -96,7 +97,7 @@ def run(hps, vocab, model, ckpt_path, directory):
     per_example, token_nll, share = score(batch)
     per_example = {k: v.numpy() for k, v in per_example.items()}
     lines += example_lines(per_example, token_nll.numpy(), share.numpy(),
-                           batch["dec_len"].numpy(), len(lines))
+                           batch.dec_len.numpy(), len(lines))
   source.raise_if_failed()
   if not lines:
     raise DataError(f"--data_path={hps.data_path}: no example to score")

@@ -83,17 +83,17 @@ def compute_losses(outputs, batch, vocab_size, coverage):
   In pointer mode the batch loss is the mean of the per-example losses; the baseline (as the
   original's sequence_loss) weights every real target token equally: `nll_tokens` / `tokens`.
   """
-  probs = gold_probs(outputs, batch["target"], batch["enc_input_ext"], vocab_size)  # [B, T]
+  probs = gold_probs(outputs, batch.target, batch.enc_input_ext, vocab_size)  # [B, T]
   step_nll = -tf.math.log(tf.maximum(probs, PROB_FLOOR))  # [B, T]
-  mask = tf.sequence_mask(batch["dec_len"], tf.shape(step_nll)[1], step_nll.dtype)  # [B, T]
+  mask = tf.sequence_mask(batch.dec_len, tf.shape(step_nll)[1], step_nll.dtype)  # [B, T]
   result = {
-      "nll": mask_and_average(step_nll, batch["dec_len"]),  # [B]
+      "nll": mask_and_average(step_nll, batch.dec_len),  # [B]
       "nll_tokens": tf.reduce_sum(step_nll * mask, axis=1),  # [B]
       "tokens": tf.reduce_sum(mask, axis=1),  # [B]
   }
   if coverage:
     result["coverage_loss"] = mask_and_average(coverage_loss_per_step(outputs.attn),
-                                               batch["dec_len"])  # [B]
+                                               batch.dec_len)  # [B]
   return result
 
 

@@ -36,6 +36,7 @@ from pointer_gen.base import stopping
 from pointer_gen.base import tensorboard_log
 from pointer_gen.base.errors import DataError
 from pointer_gen.base.errors import make_output_dir
+from pointer_gen.data import batch as batch_lib
 from pointer_gen.data import pipeline as data
 from pointer_gen.data import run_record
 from pointer_gen.model import losses
@@ -83,7 +84,7 @@ def make_score_fn(model, hps, vocab_size):
   """The compiled forward pass and losses of one batch: (per-example losses, batch scalars)."""
   implementation = attention.chosen(hps, "train")
 
-  @tf.function(autograph=False, input_signature=[data.batch_spec()])
+  @tf.function(autograph=False, input_signature=[batch_lib.spec()])
   def score(batch):
     outputs = model(batch, real_steps_only=True, implementation=implementation)
     per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)  # each [B]

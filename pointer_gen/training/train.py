@@ -20,6 +20,7 @@ from pointer_gen.base import stopping
 from pointer_gen.base import tensorboard_log
 from pointer_gen.base.errors import OutputError
 from pointer_gen.data import pipeline as data
+from pointer_gen.data.batch import Batch
 from pointer_gen.data import run_record
 from pointer_gen.model import losses
 from pointer_gen.search import decoding_defaults
@@ -71,7 +72,7 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
   implementation = attention.chosen(hps, "train")
 
   def replica_step(batch):
-    num_examples = _all_reduce_sum(tf.shape(batch["dec_len"])[0])
+    num_examples = _all_reduce_sum(tf.shape(batch.dec_len)[0])
     with tf.GradientTape() as tape:
       outputs = model(batch, real_steps_only=True, for_xla=for_xla,
                       implementation=implementation)
@@ -102,7 +103,7 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
     report["global_norm"] = global_norm
     report["finite"] = finite
     if hps.pointer_gen:
-      mask = tf.sequence_mask(batch["dec_len"], tf.shape(outputs.p_gen)[1], tf.float32)
+      mask = tf.sequence_mask(batch.dec_len, tf.shape(outputs.p_gen)[1], tf.float32)
       report["p_gen_mean"] = (_all_reduce_sum(tf.reduce_sum(outputs.p_gen * mask))
                               / _all_reduce_sum(tf.reduce_sum(mask)))
     return report
@@ -193,8 +194,7 @@ class Trainer:
                                             shard_index=context.input_pipeline_id)
       self.sources.append(source)
       # Strings are not needed to train, and cannot be placed on accelerators.
-      return batches.map(tf.autograph.experimental.do_not_convert(
-          lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string}))
+      return batches.map(tf.autograph.experimental.do_not_convert(Batch.without_text))
 
     return self.strategy.distribute_datasets_from_function(per_worker)
 

@@ -26,6 +26,7 @@ from pointer_gen import settle
 from pointer_gen.base import checkpoints
 from pointer_gen.base import environment
 from pointer_gen.base.errors import DataError
+from pointer_gen.data.batch import Batch
 from pointer_gen.data import raw_text
 from pointer_gen.data import run_record
 from pointer_gen.model import layers
@@ -172,11 +173,9 @@ def converted(reference, tmp_path_factory):
 
 
 def _batch():
-  return {
-      "enc_input": tf.constant(ENC_INPUT), "enc_input_ext": tf.constant(ENC_EXT),
-      "enc_len": tf.constant(ENC_LEN), "dec_input": tf.constant(DEC_INPUT),
-      "target": tf.constant(TARGET), "dec_len": tf.constant(DEC_LEN),
-  }
+  return Batch(enc_input=tf.constant(ENC_INPUT), enc_input_ext=tf.constant(ENC_EXT),
+               enc_len=tf.constant(ENC_LEN), dec_input=tf.constant(DEC_INPUT),
+               target=tf.constant(TARGET), dec_len=tf.constant(DEC_LEN))
 
 
 def _model(hps, path):
