@@ -62,10 +62,10 @@ def example_lines(per_example, token_nll, share, dec_len, first):
     nll = [float(v) for v in token_nll[n, :length]]
     line = {"index": first + n, "tokens": int(length),
             "log_likelihood": -float(np.sum(token_nll[n, :length], dtype=np.float64)),
-            "nll_per_token": float(per_example["nll"][n]), "token_nll": nll,
+            "nll_per_token": float(per_example.nll[n]), "token_nll": nll,
             "copy_share": float(np.mean(share[n, :length])) if length else 0.0}
-    if "coverage_loss" in per_example:
-      line["coverage_loss"] = float(per_example["coverage_loss"][n])
+    if per_example.coverage_loss is not None:
+      line["coverage_loss"] = float(per_example.coverage_loss[n])
     lines.append(line)
   return lines
 
@@ -95,7 +95,8 @@ def run(hps, vocab, model, ckpt_path, directory):
     if stopping.requested():
       return None
     per_example, token_nll, share = score(batch)
-    per_example = {k: v.numpy() for k, v in per_example.items()}
+    per_example = tf.nest.map_structure(
+        lambda value: None if value is None else value.numpy(), per_example)
     lines += example_lines(per_example, token_nll.numpy(), share.numpy(),
                            batch.dec_len.numpy(), len(lines))
   source.raise_if_failed()

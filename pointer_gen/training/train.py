@@ -77,10 +77,10 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
       outputs = model(batch, real_steps_only=True, for_xla=for_xla,
                       implementation=implementation)
       per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)
-      num_tokens = _all_reduce_sum(tf.reduce_sum(per_example["tokens"]))
+      num_tokens = _all_reduce_sum(tf.reduce_sum(per_example.tokens))
       scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt,
                                     num_examples, num_tokens)
-      total = scalars["total_loss"]
+      total = scalars.total_loss
     tape_gradients = tape.gradient(total, variables)
     # The embedding gradient's per-token rows (see clipping_norm) exist only here, each on its
     # replica: the sum of their squares rides in the gradients' one all-reduce.
@@ -98,7 +98,8 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
     updates = [tf.where(finite, g, tf.zeros([], g.dtype)) for g in clipped]
     optimizer.apply_gradients(zip(updates, variables))
     step.assign_add(tf.cast(finite, step.dtype))
-    report = {name: _all_reduce_sum(value) for name, value in scalars.items()}
+    report = {name: _all_reduce_sum(value) for name, value in scalars._asdict().items()
+              if value is not None}
     report["total_loss"] = total_loss
     report["global_norm"] = global_norm
     report["finite"] = finite

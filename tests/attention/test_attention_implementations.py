@@ -98,7 +98,7 @@ def _training(model, implementation, coverage):
   with tape or contextlib.nullcontext():
     outputs = model(batch, real_steps_only=True, implementation=implementation)
     per_example = losses.compute_losses(outputs, batch, V, coverage)
-    loss = losses.batch_losses(per_example, True, coverage, 0.7)["total_loss"]
+    loss = losses.batch_losses(per_example, True, coverage, 0.7).total_loss
   result = {"attn": outputs.attn, "p_gen": outputs.p_gen,
             "vocab_logits": outputs.real_vocab_logits, "loss": loss}
   if tape:

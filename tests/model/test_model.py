@@ -362,19 +362,19 @@ def test_losses_match_numpy(mode_model, cov_loss_wt):
   result = losses.batch_losses(per_example, pointer_gen, coverage, cov_loss_wt)
   expected = np_losses(outputs, batch, pointer_gen, coverage, cov_loss_wt)
 
-  np.testing.assert_allclose(per_example["nll"].numpy(), expected["per_example_nll"],
+  np.testing.assert_allclose(per_example.nll.numpy(), expected["per_example_nll"],
                              rtol=ATOL, atol=ATOL)
-  np.testing.assert_allclose(float(result["loss"]), expected["loss"], rtol=ATOL, atol=ATOL)
-  np.testing.assert_allclose(float(result["total_loss"]), expected["total_loss"], rtol=ATOL,
+  np.testing.assert_allclose(float(result.loss), expected["loss"], rtol=ATOL, atol=ATOL)
+  np.testing.assert_allclose(float(result.total_loss), expected["total_loss"], rtol=ATOL,
                              atol=ATOL)
   if coverage:
-    np.testing.assert_allclose(per_example["coverage_loss"].numpy(),
+    np.testing.assert_allclose(per_example.coverage_loss.numpy(),
                                expected["per_example_cov"], rtol=ATOL, atol=ATOL)
-    np.testing.assert_allclose(float(result["coverage_loss"]), expected["coverage_loss"],
+    np.testing.assert_allclose(float(result.coverage_loss), expected["coverage_loss"],
                                rtol=ATOL, atol=ATOL)
     assert expected["coverage_loss"] > 1e-3
   else:
-    assert "coverage_loss" not in result
+    assert result.coverage_loss is None
 
 
 def test_baseline_loss_is_token_weighted_and_pointer_loss_example_weighted():
@@ -393,7 +393,7 @@ def test_baseline_loss_is_token_weighted_and_pointer_loss_example_weighted():
     result = losses.batch_losses(losses.compute_losses(outputs, batch, V, False), pointer_gen,
                                  False, 1.0)
     want = example_mean if pointer_gen else token_mean
-    np.testing.assert_allclose(float(result["loss"]), want, rtol=ATOL)
+    np.testing.assert_allclose(float(result.loss), want, rtol=ATOL)
 
 
 def test_gold_probs_of_each_target_kind():
@@ -430,12 +430,12 @@ def test_zero_probability_target_gives_finite_loss_and_gradients():
     outputs = model_lib.Outputs(attn=attn, vocab_logits=logits, p_gen=tf.ones([1, 2]))
     per_example = losses.compute_losses(outputs, batch, V, True)
     result = losses.batch_losses(per_example, True, True, 1.0)
-  grad = tape.gradient(result["total_loss"], logits)
-  assert np.isfinite(float(result["total_loss"]))
+  grad = tape.gradient(result.total_loss, logits)
+  assert np.isfinite(float(result.total_loss))
   assert np.all(np.isfinite(grad.numpy()))
   probs = _softmax(_np(logits.numpy()))
   want = (-np.log(PROB_FLOOR) - np.log(probs[0, 1, 3])) / 2
-  np.testing.assert_allclose(float(result["loss"]), want, rtol=1e-4)
+  np.testing.assert_allclose(float(result.loss), want, rtol=1e-4)
 
 
 def test_gold_probs_equals_scattered_form(mode_model):
@@ -458,8 +458,8 @@ def _loss_and_grads(model, batch, gold_fn, monkeypatch):
       outputs = model(batch)
       per_example = losses.compute_losses(outputs, batch, V, model.coverage)
       loss = losses.batch_losses(per_example, model.pointer_gen, model.coverage, 0.7)
-  grads = tape.gradient(loss["total_loss"], model.trainable_variables)
-  return float(loss["total_loss"]), grads
+  grads = tape.gradient(loss.total_loss, model.trainable_variables)
+  return float(loss.total_loss), grads
 
 
 def test_gradients_equal_for_gathered_and_scattered_forms(mode_model, monkeypatch):
@@ -495,11 +495,11 @@ def test_padding_does_not_change_an_examples_loss(mode_model, row):
   out_padded = mode_model(padded)
   loss_alone = losses.compute_losses(out_alone, alone, V, coverage)
   loss_padded = losses.compute_losses(out_padded, padded, V, coverage)
-  np.testing.assert_allclose(loss_padded["nll"].numpy()[row], loss_alone["nll"].numpy()[0],
+  np.testing.assert_allclose(loss_padded.nll.numpy()[row], loss_alone.nll.numpy()[0],
                              rtol=ATOL, atol=ATOL)
   if coverage:
-    np.testing.assert_allclose(loss_padded["coverage_loss"].numpy()[row],
-                               loss_alone["coverage_loss"].numpy()[0], rtol=ATOL, atol=ATOL)
+    np.testing.assert_allclose(loss_padded.coverage_loss.numpy()[row],
+                               loss_alone.coverage_loss.numpy()[0], rtol=ATOL, atol=ATOL)
   steps, length = int(DEC_LEN[row]), int(ENC_LEN[row])
   np.testing.assert_allclose(out_padded.vocab_logits.numpy()[row, :steps],
                              out_alone.vocab_logits.numpy()[0, :steps], atol=ATOL, rtol=ATOL)
@@ -507,7 +507,7 @@ def test_padding_does_not_change_an_examples_loss(mode_model, row):
                              out_alone.attn.numpy()[0, :steps, :length], atol=ATOL)
   # The batch-level loss of the single example is its per-example loss.
   single = losses.batch_losses(loss_alone, pointer_gen, coverage, 1.0)
-  np.testing.assert_allclose(float(single["loss"]), loss_alone["nll"].numpy()[0], rtol=ATOL)
+  np.testing.assert_allclose(float(single.loss), loss_alone.nll.numpy()[0], rtol=ATOL)
 
 
 def test_padding_a_lone_example_further_does_not_change_its_loss():
@@ -521,8 +521,8 @@ def test_padding_a_lone_example_further_does_not_change_its_loss():
       target=tf.pad(short.target, [[0, 0], [0, 5]], constant_values=1))
   a = losses.compute_losses(model(short), short, V, True)
   b = losses.compute_losses(model(wide), wide, V, True)
-  np.testing.assert_allclose(b["nll"].numpy(), a["nll"].numpy(), rtol=ATOL, atol=ATOL)
-  np.testing.assert_allclose(b["coverage_loss"].numpy(), a["coverage_loss"].numpy(), rtol=ATOL,
+  np.testing.assert_allclose(b.nll.numpy(), a.nll.numpy(), rtol=ATOL, atol=ATOL)
+  np.testing.assert_allclose(b.coverage_loss.numpy(), a.coverage_loss.numpy(), rtol=ATOL,
                              atol=ATOL)
 
 
@@ -563,7 +563,7 @@ def test_projecting_only_real_steps_gives_the_plain_loss_and_gradients(pointer_g
     with tf.GradientTape() as tape:
       outputs = model(batch, real_steps_only=real_steps_only)
       per_example = losses.compute_losses(outputs, batch, V, coverage)
-      loss = losses.batch_losses(per_example, pointer_gen, coverage, 1.0)["total_loss"]
+      loss = losses.batch_losses(per_example, pointer_gen, coverage, 1.0).total_loss
     return loss, tape.gradient(loss, model.trainable_variables)
 
   plain_loss, plain_grads = loss_and_grads(False)
@@ -662,7 +662,7 @@ def test_training_gradients_equal_the_plain_formulation(pointer_gen, coverage):
   def optimised():
     outputs = model(batch, real_steps_only=True)
     per_example = losses.compute_losses(outputs, batch, V, coverage)
-    return losses.batch_losses(per_example, pointer_gen, coverage, 0.7)["total_loss"]
+    return losses.batch_losses(per_example, pointer_gen, coverage, 0.7).total_loss
 
   loss, grads = loss_and_grads(optimised)
   plain_loss, plain_grads = loss_and_grads(lambda: _plain_total_loss(model, batch, 0.7))

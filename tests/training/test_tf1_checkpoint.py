@@ -223,8 +223,8 @@ def test_forward_and_losses_match_the_tf1_graph(reference, converted):
   outputs = model(batch)
   per_example = losses.compute_losses(outputs, batch, V, coverage=True)
   scalars = losses.batch_losses(per_example, pointer_gen=True, coverage=True, cov_loss_wt=1.0)
-  np.testing.assert_allclose(scalars["loss"], reference["loss"], atol=ATOL)
-  np.testing.assert_allclose(scalars["coverage_loss"], reference["coverage_loss"], atol=ATOL)
+  np.testing.assert_allclose(scalars.loss, reference["loss"], atol=ATOL)
+  np.testing.assert_allclose(scalars.coverage_loss, reference["coverage_loss"], atol=ATOL)
   np.testing.assert_allclose(outputs.attn, reference["attn"].transpose(1, 0, 2), atol=ATOL)
   np.testing.assert_allclose(outputs.p_gen, reference["p_gen"].T, atol=ATOL)
   probs = tf.nn.softmax(outputs.vocab_logits)  # [B, T, V]
