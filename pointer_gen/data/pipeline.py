@@ -7,6 +7,7 @@ article half (`article_features`) the serving graph shares so that both see exac
 
 import itertools
 import random
+from typing import NamedTuple
 
 from absl import logging
 import tensorflow as tf
@@ -26,10 +27,18 @@ BUCKETING_CACHE_BATCHES = 100
 _BUCKET_WIDTH = 25
 
 
+class ArticleFeatures(NamedTuple):
+  """One article's tokens and ids (`article_features`)."""
+  article_tokens: tf.Tensor  # [L] string: the tokens, truncated to max_enc_steps
+  enc_input: tf.Tensor  # [L] int32: their ids, out-of-vocab words as UNK_ID
+  enc_input_ext: tf.Tensor  # [L] int32: the k-th OOV as vocab_size + k (pointer_gen)
+  article_oovs: tf.Tensor  # [N] string: the OOVs, in order of first occurrence
+
+
 def article_features(article, table, vocab_size, max_enc_steps, pointer_gen=True,
                      tokenizer="whitespace", lowercase=False, repair_utf8=False):
   """The article half of `example_features`, also the serving graph's: one scalar string ->
-  its tokens (truncated to max_enc_steps), ids, extended ids and OOV list.
+  its ArticleFeatures.
 
   Only as much of the article is tokenised as its first max_enc_steps tokens need
   (text.tokenize_prefix): a long article costs what a short one does. repair_utf8: invalid
@@ -48,12 +57,8 @@ def article_features(article, table, vocab_size, max_enc_steps, pointer_gen=True
                                                 vocab_size + oov_index)  # [L]
   else:
     enc_input_ext = enc_input
-  return {
-      "article_tokens": article_tokens,
-      "enc_input": enc_input,
-      "enc_input_ext": enc_input_ext,
-      "article_oovs": article_oovs,
-  }
+  return ArticleFeatures(article_tokens=article_tokens, enc_input=enc_input,
+                         enc_input_ext=enc_input_ext, article_oovs=article_oovs)
 
 
 def example_features(article, abstract, table, vocab_size, max_enc_steps, max_dec_steps,
@@ -62,7 +67,7 @@ def example_features(article, abstract, table, vocab_size, max_enc_steps, max_de
   example, a Batch's fields without the batch dimension."""
   features = article_features(article, table, vocab_size, max_enc_steps, pointer_gen, tokenizer,
                               lowercase)
-  enc_input, article_oovs = features["enc_input"], features["article_oovs"]
+  enc_input, article_oovs = features.enc_input, features.article_oovs
 
   abstract_tokens = text.tokenize(abstract, tokenizer, lowercase)  # [A]
   abstract_ids = table.lookup(abstract_tokens)  # [A]
@@ -75,7 +80,7 @@ def example_features(article, abstract, table, vocab_size, max_enc_steps, max_de
   target = tf.concat([abstract_ids, stop], 0)[:max_dec_steps]  # [T]
   return Batch(
       enc_input=enc_input,  # [L]
-      enc_input_ext=features["enc_input_ext"],  # [L]
+      enc_input_ext=features.enc_input_ext,  # [L]
       enc_len=tf.size(enc_input, out_type=tf.int32),
       num_oovs=tf.size(article_oovs, out_type=tf.int32),
       dec_input=dec_input,  # [T]
