@@ -3,7 +3,8 @@ the search read by field.
 
 A NamedTuple, so that tf.data, tf.function input signatures, tf.distribute and tf.nest take it
 as they take a tuple. One example, before batching, has the same fields without the batch
-dimension (`pipeline.example_features`).
+dimension (`pipeline.example_features`). Training reads a TrainingBatch: the same without the
+strings.
 """
 
 from typing import NamedTuple
@@ -20,8 +21,7 @@ class Batch(NamedTuple):
   Who reads what: teacher forcing enc_input, enc_len, dec_input, dec_len; the losses target,
   enc_input_ext, dec_len; the search enc_input, enc_input_ext, enc_len, num_oovs; decode turns
   ids into words with article_oovs and writes article and abstract. A batch built by hand
-  leaves out (None) what its reader does not read; one for training has no text (strings cannot
-  be placed on accelerators: `without_text`).
+  leaves out (None) what its reader does not read.
   """
   enc_input: tf.Tensor  # [batch, enc_len] int32: article ids, out-of-vocab words as UNK_ID
   enc_input_ext: tf.Tensor  # [batch, enc_len] int32: the k-th article OOV as vocab_size + k
@@ -35,23 +35,32 @@ class Batch(NamedTuple):
   article_oovs: tf.Tensor = None  # [batch, max_oovs] string: the article's OOVs, in id order
 
   def without_text(self):
-    """The batch without its strings, as training reads it."""
-    return self._replace(**{name: None for name in TEXT_FIELDS})
+    """The TrainingBatch of this batch."""
+    return TrainingBatch(**{name: getattr(self, name) for name in TrainingBatch._fields})
+
+
+class TrainingBatch(NamedTuple):
+  """A Batch's fields without its strings (TEXT_FIELDS), as training reads them: strings cannot
+  be placed on accelerators, and a distributed dataset takes no None in their place."""
+  enc_input: tf.Tensor  # [batch, enc_len] int32
+  enc_input_ext: tf.Tensor  # [batch, enc_len] int32
+  enc_len: tf.Tensor  # [batch] int32
+  num_oovs: tf.Tensor  # [batch] int32
+  dec_input: tf.Tensor  # [batch, dec_len] int32
+  target: tf.Tensor  # [batch, dec_len] int32
+  dec_len: tf.Tensor  # [batch] int32
 
 
 def spec(text=True):
-  """The TensorSpecs of a batch from the pipeline, for tf.function input signatures and
-  generators' output signatures; without `text`, of one `without_text`."""
+  """The TensorSpecs of a Batch from the pipeline, for tf.function input signatures and
+  generators' output signatures; without `text`, of its TrainingBatch."""
   ids = tf.TensorSpec([None, None], tf.int32)
   counts = tf.TensorSpec([None], tf.int32)
   strings = tf.TensorSpec([None], tf.string)
   result = Batch(enc_input=ids, enc_input_ext=ids, enc_len=counts, num_oovs=counts,
                  dec_input=ids, target=ids, dec_len=counts, article=strings, abstract=strings,
                  article_oovs=tf.TensorSpec([None, None], tf.string))
-  if text:
-    return result
-  # A signature holds a spec for every field: an absent one is a None's.
-  return result._replace(**{name: tf.type_spec_from_value(None) for name in TEXT_FIELDS})
+  return result if text else result.without_text()
 
 
 class Example(NamedTuple):

@@ -33,8 +33,6 @@ def concat_batches(first, second):
   """One batch holding both, padded to the longer encoder and decoder lengths with [PAD]."""
 
   def concat(a, b):
-    if a is None:  # a field the batches leave out
-      return None
     if a.shape.rank == 2:
       width = max(a.shape[1], b.shape[1])
       a = tf.pad(a, [[0, 0], [0, width - a.shape[1]]], constant_values=1)

@@ -175,9 +175,9 @@ def synthetic_batch(hps, vocab_size, rng):
   b, l, t = hps.batch_size, hps.max_enc_steps, hps.max_dec_steps
   ids = lambda shape: tf.constant(rng.integers(4, vocab_size, shape), tf.int32)
   enc = ids((b, l))
-  return batch_lib.Batch(enc_input=enc, enc_input_ext=enc, enc_len=tf.fill([b], l),
-                         num_oovs=tf.zeros([b], tf.int32), dec_input=ids((b, t)),
-                         target=ids((b, t)), dec_len=tf.fill([b], t))
+  return batch_lib.TrainingBatch(enc_input=enc, enc_input_ext=enc, enc_len=tf.fill([b], l),
+                                 num_oovs=tf.zeros([b], tf.int32), dec_input=ids((b, t)),
+                                 target=ids((b, t)), dec_len=tf.fill([b], t))
 
 
 def time_training(hps, vocab_size, batches, steps, warmup):
