@@ -16,7 +16,7 @@ loop.
               tf.train.Example, one module per format (the original's `.bin`, JSONL,
               TFRecord), each declaring its own settings; --data_path's files settled once
   data        the run record (`run_config.json`), how raw text became the data's tokens, the
-              input pipeline (records -> padded, bucketed batches), the demo corpus
+              input pipeline (records -> padded, bucketed batches, typed), the demo corpus
   attention   the attention, a registry (`--attention_implementation`): the interface, the
               paper's equations (`eager`) and the fast implementations with their kernels
   model       the model's settings, the Keras layers, the pointer-generator, the losses

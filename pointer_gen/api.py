@@ -38,6 +38,7 @@ from pointer_gen.base import stopping
 from pointer_gen.base.errors import DataError
 from pointer_gen.base.errors import in_keywords
 from pointer_gen.base.errors import make_output_dir
+from pointer_gen.data import batch as batch_lib
 from pointer_gen.data import pipeline as data_lib
 from pointer_gen.data import raw_text
 from pointer_gen.data import run_record
@@ -412,9 +413,10 @@ def _train_checkpoints(train_dir):
 def _batch_of(example):
   """A batch of one article, `example` (summaries.examples'), as summaries.run_search takes
   it."""
-  return {"enc_input": example["enc_input"][None], "enc_input_ext": example["enc_input_ext"][None],
-          "enc_len": np.array([len(example["enc_input"])], np.int32),
-          "num_oovs": np.array([example["num_oovs"]], np.int32)}
+  return batch_lib.Batch(enc_input=example.enc_input[None],
+                         enc_input_ext=example.enc_input_ext[None],
+                         enc_len=np.array([len(example.enc_input)], np.int32),
+                         num_oovs=np.array([example.num_oovs], np.int32))
 
 
 def _empty_summary(hps, attention):
@@ -560,7 +562,7 @@ class Summarizer:
     # An article without tokens (empty or whitespace only) is not searched (it has no position
     # to attend over): its summary is empty, as the export's is (docs/serving.md).
     examples = list(summaries.examples(batches))
-    searched = [example for example in examples if len(example["enc_input"])]
+    searched = [example for example in examples if len(example.enc_input)]
     if attention:
       search = self._search(hps, attention=True)
       results = (result for example in searched
@@ -568,7 +570,7 @@ class Summarizer:
     else:
       results = (result for _, result in self._search(hps, attention=False).decode(searched))
     return [self._summary(hps, example, next(results), reads.tokenizer)
-            if len(example["enc_input"]) else _empty_summary(hps, attention)
+            if len(example.enc_input) else _empty_summary(hps, attention)
             for example in examples]
 
   def _search(self, hps, attention):
@@ -591,7 +593,7 @@ class Summarizer:
   def _summary(self, hps, example, result, tokenizer):
     summary = summaries.DecodedSummary(self.vocab, result, example, (hps.tokenizer, hps.lowercase))
     article_tokens = tuple(self.vocab.outputids2words(
-        [int(i) for i in example["enc_input_ext"]], example["article_oovs"]))
+        [int(i) for i in example.enc_input_ext], example.article_oovs))
     n_best = None
     if hps.n_best > 1:
       line = summaries.n_best_line(self.vocab, result, example, 0)

@@ -8,12 +8,14 @@ article half (`article_features`) the serving graph shares so that both see exac
 import collections
 import itertools
 import random
+from typing import NamedTuple
 
 from absl import logging
 import tensorflow as tf
 
 from pointer_gen.base.errors import DataError
 from pointer_gen.base.errors import flag_text
+from pointer_gen.data.batch import Batch
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as formats_registry
 from pointer_gen.formats import skips as skips_lib
@@ -26,13 +28,19 @@ from pointer_gen.text import vocab as vocab_lib
 BUCKETING_CACHE_BATCHES = 100
 _BUCKET_WIDTH = 25
 
-_ID_FEATURES = ("enc_input", "enc_input_ext", "dec_input", "target")
+
+class ArticleFeatures(NamedTuple):
+  """One article's tokens and ids (`article_features`)."""
+  article_tokens: tf.Tensor  # [L] string: the tokens, truncated to max_enc_steps
+  enc_input: tf.Tensor  # [L] int32: their ids, out-of-vocab words as UNK_ID
+  enc_input_ext: tf.Tensor  # [L] int32: the k-th OOV as vocab_size + k (pointer_gen)
+  article_oovs: tf.Tensor  # [N] string: the OOVs, in order of first occurrence
 
 
 def article_features(article, table, vocab_size, max_enc_steps, pointer_gen=True,
                      tokenizer="whitespace", lowercase=False, repair_utf8=False):
   """The article half of `example_features`, also the serving graph's: one scalar string ->
-  its tokens (truncated to max_enc_steps), ids, extended ids and OOV list.
+  its ArticleFeatures.
 
   Only as much of the article is tokenised as its first max_enc_steps tokens need
   (text.tokenize_prefix): a long article costs what a short one does. repair_utf8: invalid
@@ -51,20 +59,17 @@ def article_features(article, table, vocab_size, max_enc_steps, pointer_gen=True
                                                 vocab_size + oov_index)  # [L]
   else:
     enc_input_ext = enc_input
-  return {
-      "article_tokens": article_tokens,
-      "enc_input": enc_input,
-      "enc_input_ext": enc_input_ext,
-      "article_oovs": article_oovs,
-  }
+  return ArticleFeatures(article_tokens=article_tokens, enc_input=enc_input,
+                         enc_input_ext=enc_input_ext, article_oovs=article_oovs)
 
 
 def example_features(article, abstract, table, vocab_size, max_enc_steps, max_dec_steps,
                      pointer_gen=True, tokenizer="whitespace", lowercase=False):
-  """Turns one article and its abstract (scalar strings) into the model's id tensors."""
+  """Turns one article and its abstract (scalar strings) into the model's id tensors: one
+  example, a Batch's fields without the batch dimension."""
   features = article_features(article, table, vocab_size, max_enc_steps, pointer_gen, tokenizer,
                               lowercase)
-  enc_input, article_oovs = features["enc_input"], features["article_oovs"]
+  enc_input, article_oovs = features.enc_input, features.article_oovs
 
   abstract_tokens = text.tokenize(abstract, tokenizer, lowercase)  # [A]
   abstract_ids = table.lookup(abstract_tokens)  # [A]
@@ -75,18 +80,17 @@ def example_features(article, abstract, table, vocab_size, max_enc_steps, max_de
   # The decoder input never sees temporary ids: it is fed in-vocab ids only.
   dec_input = tf.concat([start, table.lookup(abstract_tokens)], 0)[:max_dec_steps]  # [T]
   target = tf.concat([abstract_ids, stop], 0)[:max_dec_steps]  # [T]
-  return {
-      "article": article,
-      "abstract": abstract,
-      "enc_input": enc_input,
-      "enc_input_ext": features["enc_input_ext"],
-      "enc_len": tf.size(enc_input, out_type=tf.int32),
-      "article_oovs": article_oovs,
-      "num_oovs": tf.size(article_oovs, out_type=tf.int32),
-      "dec_input": dec_input,
-      "target": target,
-      "dec_len": tf.size(dec_input, out_type=tf.int32),
-  }
+  return Batch(
+      enc_input=enc_input,  # [L]
+      enc_input_ext=features.enc_input_ext,  # [L]
+      enc_len=tf.size(enc_input, out_type=tf.int32),
+      num_oovs=tf.size(article_oovs, out_type=tf.int32),
+      dec_input=dec_input,  # [T]
+      target=target,  # [T]
+      dec_len=tf.size(dec_input, out_type=tf.int32),
+      article=article,
+      abstract=abstract,
+      article_oovs=article_oovs)  # [N]
 
 
 def _copyable_oov_ids(tokens, ids, article_oovs, vocab_size):
@@ -102,21 +106,16 @@ def _copyable_oov_ids(tokens, ids, article_oovs, vocab_size):
 
 
 def _padding():
-  shapes = {k: [None] for k in _ID_FEATURES + ("article_oovs",)}
-  shapes.update({k: [] for k in ("article", "abstract", "enc_len", "num_oovs", "dec_len")})
-  values = {k: tf.constant(vocab_lib.PAD_ID, tf.int32) for k in _ID_FEATURES}
-  values.update({k: tf.constant(0, tf.int32) for k in ("enc_len", "num_oovs", "dec_len")})
-  values.update({k: tf.constant(b"", tf.string) for k in ("article", "abstract", "article_oovs")})
+  """(padded shapes, padding values) of an example's fields: sequences padded to the longest of
+  the batch with PAD_ID, or b"" for the OOVs."""
+  ids, count, string = [None], [], []
+  pad, zero, empty = (tf.constant(vocab_lib.PAD_ID, tf.int32), tf.constant(0, tf.int32),
+                      tf.constant(b"", tf.string))
+  shapes = Batch(enc_input=ids, enc_input_ext=ids, enc_len=count, num_oovs=count, dec_input=ids,
+                 target=ids, dec_len=count, article=string, abstract=string, article_oovs=[None])
+  values = Batch(enc_input=pad, enc_input_ext=pad, enc_len=zero, num_oovs=zero, dec_input=pad,
+                 target=pad, dec_len=zero, article=empty, abstract=empty, article_oovs=empty)
   return shapes, values
-
-
-def batch_spec():
-  """The TensorSpecs of one batch, for tf.function input signatures."""
-  spec = {k: tf.TensorSpec([None, None], tf.int32) for k in _ID_FEATURES}
-  spec["article_oovs"] = tf.TensorSpec([None, None], tf.string)
-  spec.update({k: tf.TensorSpec([None], tf.string) for k in ("article", "abstract")})
-  spec.update({k: tf.TensorSpec([None], tf.int32) for k in ("enc_len", "num_oovs", "dec_len")})
-  return spec
 
 
 def files_of(hps):
@@ -264,7 +263,7 @@ def make_dataset(source, table, vocab_size, hps, batch_size=None):
   else:
     boundaries = list(range(_BUCKET_WIDTH, hps.max_enc_steps + 1, _BUCKET_WIDTH))
     ds = ds.bucket_by_sequence_length(
-        element_length_func=tf.autograph.experimental.do_not_convert(lambda ex: ex["enc_len"]),
+        element_length_func=tf.autograph.experimental.do_not_convert(lambda ex: ex.enc_len),
         bucket_boundaries=boundaries,
         bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
         padded_shapes=shapes, padding_values=values, drop_remainder=True)

@@ -437,7 +437,7 @@ class CheckpointFollowingDecoder:
         logging.warning("Could not load %s (%s); keeping %s", newest, e, self.ckpt_path)
 
   def _write_attention(self, index, example, summary):
-    article = attention_view.article_tokens(example["article"], self.reads,
+    article = attention_view.article_tokens(example.article, self.reads,
                                             self.hps.max_enc_steps)
     record = attention_view.record(summary, article, self.model.pointer_gen, self.writes)
     payload = json.dumps(record, ensure_ascii=False)

@@ -101,7 +101,7 @@ class Samples:
     self.examples = [next(summaries.examples([batch])) for batch in self.batches]
     self.reads = hps.reads  # (tokenizer, lowercase) of the data's articles
     self.writes = raw_text.for_raw_text(hps).tokenizer  # whose text.written the text shows
-    self.articles = [attention_view.article_tokens(e["article"], self.reads, hps.max_enc_steps)
+    self.articles = [attention_view.article_tokens(e.article, self.reads, hps.max_enc_steps)
                      for e in self.examples]
     self.search = summaries.make_search(model, strategies.make(
         hps, contract.Settings.from_hparams(hps, keep_attention=True, vocab=vocab),
@@ -144,7 +144,7 @@ class Samples:
     docstring)."""
     ngrams = summaries.ngram_figures([s.sentences for s in decoded],
                                      [s.reference for s in decoded],
-                                     [e["article"] for e in self.examples],
+                                     [e.article for e in self.examples],
                                      *self.reads)["decoded"]
     result = {"samples/mean_length": ngrams["mean_length"],
               "samples/duplicate_3grams_pct": ngrams["duplicate_ngrams_pct"]["3"]}

@@ -180,11 +180,12 @@ class ServingModule(tf.Module):
   def _summarize(self, article, keep_attention):
     hps = self._hps
     article = self._batch(article)  # [B]
-    ragged = {name: tf.RaggedTensorSpec([None], dtype, ragged_rank=0)
-              for name, dtype in (("article_tokens", tf.string), ("enc_input", tf.int32),
-                                  ("enc_input_ext", tf.int32), ("article_oovs", tf.string))}
+    ids = tf.RaggedTensorSpec([None], tf.int32, ragged_rank=0)
+    strings = tf.RaggedTensorSpec([None], tf.string, ragged_rank=0)
+    ragged = data.ArticleFeatures(article_tokens=strings, enc_input=ids, enc_input_ext=ids,
+                                  article_oovs=strings)
     features = tf.map_fn(self._article_features, article, fn_output_signature=ragged)  # [B, (L)]
-    enc_len = tf.cast(features["enc_input"].row_lengths(), tf.int32)  # [B]
+    enc_len = tf.cast(features.enc_input.row_lengths(), tf.int32)  # [B]
     has_text = enc_len > 0  # [B]
     # An article without tokens would attend over no positions (0 / 0 = NaN): it gets one
     # [PAD] position, the search runs harmlessly on that, and its outputs are replaced below.
@@ -192,9 +193,9 @@ class ServingModule(tf.Module):
     batch = tf.shape(article)[0]
     width = tf.maximum(tf.reduce_max(enc_len), 1)  # reduce_max of no articles is INT_MIN
     shape = tf.stack([batch, width])
-    enc_input = features["enc_input"].to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
-    enc_input_ext = features["enc_input_ext"].to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
-    oovs = features["article_oovs"].to_tensor("")  # [B, N]
+    enc_input = features.enc_input.to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
+    enc_input_ext = features.enc_input_ext.to_tensor(vocab_lib.PAD_ID, shape=shape)  # [B, L]
+    oovs = features.article_oovs.to_tensor("")  # [B, N]
     max_oovs = tf.shape(oovs)[1]
     # By default each article's encoder memory shared by its hypotheses, the attention scores
     # from core ops, or from decode's XLA kernel with --export_compiled_attention.
@@ -229,7 +230,7 @@ class ServingModule(tf.Module):
       word_mask = tf.cast(is_word, dtype)  # [B, T]
       outputs["attn_dists"] = result.attn * word_mask[:, :, None]  # [B, T, L]
       outputs["p_gens"] = result.p_gens * word_mask  # [B, T]
-      outputs["article_tokens"] = features["article_tokens"].to_tensor("", shape=shape)  # [B, L]
+      outputs["article_tokens"] = features.article_tokens.to_tensor("", shape=shape)  # [B, L]
     return outputs
 
 

@@ -27,6 +27,7 @@ from pointer_gen.base import files
 from pointer_gen.base import stopping
 from pointer_gen.base.errors import DataError
 from pointer_gen.base.errors import make_output_dir
+from pointer_gen.data import batch as batch_lib
 from pointer_gen.data import pipeline as data
 from pointer_gen.model import losses
 
@@ -39,11 +40,11 @@ def make_scorer(model, hps, vocab_size):
   (losses.compute_losses), each target token's NLL [B, T] and copied share [B, T]."""
   implementation = attention.chosen(hps, "train")
 
-  @tf.function(autograph=False, input_signature=[data.batch_spec()])
+  @tf.function(autograph=False, input_signature=[batch_lib.spec()])
   def score(batch):
     outputs = model(batch, real_steps_only=True, implementation=implementation)
     per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)  # each [B]
-    generated, copied = losses.gold_parts(outputs, batch["target"], batch["enc_input_ext"],
+    generated, copied = losses.gold_parts(outputs, batch.target, batch.enc_input_ext,
                                           vocab_size)  # [B, T] each
     probs = generated if copied is None else generated + copied  # [B, T]
     token_nll = -tf.math.log(tf.maximum(probs, losses.PROB_FLOOR))  # [B, T]
@@ -61,10 +62,10 @@ def example_lines(per_example, token_nll, share, dec_len, first):
     nll = [float(v) for v in token_nll[n, :length]]
     line = {"index": first + n, "tokens": int(length),
             "log_likelihood": -float(np.sum(token_nll[n, :length], dtype=np.float64)),
-            "nll_per_token": float(per_example["nll"][n]), "token_nll": nll,
+            "nll_per_token": float(per_example.nll[n]), "token_nll": nll,
             "copy_share": float(np.mean(share[n, :length])) if length else 0.0}
-    if "coverage_loss" in per_example:
-      line["coverage_loss"] = float(per_example["coverage_loss"][n])
+    if per_example.coverage_loss is not None:
+      line["coverage_loss"] = float(per_example.coverage_loss[n])
     lines.append(line)
   return lines
 
@@ -94,9 +95,10 @@ def run(hps, vocab, model, ckpt_path, directory):
     if stopping.requested():
       return None
     per_example, token_nll, share = score(batch)
-    per_example = {k: v.numpy() for k, v in per_example.items()}
+    per_example = tf.nest.map_structure(
+        lambda value: None if value is None else value.numpy(), per_example)
     lines += example_lines(per_example, token_nll.numpy(), share.numpy(),
-                           batch["dec_len"].numpy(), len(lines))
+                           batch.dec_len.numpy(), len(lines))
   source.raise_if_failed()
   if not lines:
     raise DataError(f"--data_path={hps.data_path}: no example to score")

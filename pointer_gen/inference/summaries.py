@@ -9,6 +9,7 @@ import operator
 
 import tensorflow as tf
 
+from pointer_gen.data import batch as batch_lib
 from pointer_gen.inference import metrics
 from pointer_gen.text import tokenizers as text
 from pointer_gen.text import vocab as vocab_lib
@@ -28,27 +29,16 @@ def make_search(model, searcher):
 def run_search(search, batch):
   """The search's result for each article of `batch`, as numpy, one contract.SearchResult an
   article."""
-  result = search(batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
-                  tf.reduce_max(batch["num_oovs"]))
+  result = search(batch.enc_input, batch.enc_len, batch.enc_input_ext,
+                  tf.reduce_max(batch.num_oovs))
   result = result.map(lambda value: value.numpy())
   return [result.map(operator.itemgetter(n)) for n in range(len(result.length))]
 
 
 def examples(batches):
-  """The articles of single-pass batches one by one, in data order, as numpy and str values
-  (ids cut to the article's length)."""
+  """The articles of single-pass batches one by one, in data order: batch.Examples."""
   for batch in batches:
-    values = {k: v.numpy() for k, v in batch.items()}
-    for n in range(len(values["enc_len"])):
-      length, num_oovs = int(values["enc_len"][n]), int(values["num_oovs"][n])
-      yield {
-          "enc_input": values["enc_input"][n, :length],
-          "enc_input_ext": values["enc_input_ext"][n, :length],
-          "num_oovs": num_oovs,
-          "article_oovs": [s.decode("utf-8") for s in values["article_oovs"][n, :num_oovs]],
-          "article": values["article"][n].decode("utf-8"),
-          "abstract": values["abstract"][n].decode("utf-8"),
-      }
+    yield from batch_lib.examples(batch)
 
 
 def reference_sentences(abstract, tokenizer, lowercase):
@@ -83,7 +73,7 @@ def n_best_line(vocab, result, example, index):
   best = result.n_best
   ranked = zip(best.tokens, best.length, best.score, best.log_prob)
   return {"index": index, "n_best": [
-      {"summary": " ".join(summary_words(vocab, tokens, int(length), example["article_oovs"])),
+      {"summary": " ".join(summary_words(vocab, tokens, int(length), example.article_oovs)),
        "score": float(score), "log_prob": float(log_prob)}
       for tokens, length, score, log_prob in ranked]}
 
@@ -93,7 +83,7 @@ class DecodedSummary:
   data `reads` (tokenizer, lowercase) make the reference's tokens."""
 
   def __init__(self, vocab, result, example, reads):
-    oovs = example["article_oovs"]
+    oovs = example.article_oovs
     length = int(result.length)
     words = summary_words(vocab, result.tokens, length, oovs)
     self.words = words
@@ -101,10 +91,10 @@ class DecodedSummary:
     self.num_steps = length
     self.p_gens = result.p_gens[:length]
     self.attn = (None if result.attn is None
-                 else result.attn[:length, :len(example["enc_input"])])
+                 else result.attn[:length, :len(example.enc_input)])
     self.sentences = metrics.sentences_from_words(words)
-    self.reference = reference_sentences(example["abstract"], *reads)
-    self.article = example["article"]
+    self.reference = reference_sentences(example.abstract, *reads)
+    self.article = example.article
 
 
 def ngram_figures(decoded, references, articles, tokenizer, lowercase):

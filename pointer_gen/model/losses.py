@@ -1,5 +1,7 @@
 """The original's losses: masked NLL (pointer or baseline form) and the coverage loss."""
 
+from typing import NamedTuple
+
 import tensorflow as tf
 
 
@@ -77,45 +79,58 @@ def mask_and_average(values, dec_len):
   return tf.reduce_sum(values * mask, axis=1) / lengths  # [B]
 
 
+class PerExample(NamedTuple):
+  """The losses of each example of a batch (`compute_losses`)."""
+  nll: tf.Tensor  # [B] the mean NLL of the example's real steps
+  nll_tokens: tf.Tensor  # [B] the sum of that NLL
+  tokens: tf.Tensor  # [B] the real steps (target tokens)
+  coverage_loss: tf.Tensor = None  # [B] the mean coverage loss of the real steps; with coverage
+
+
+class BatchLosses(NamedTuple):
+  """The scalar losses of a batch (`batch_losses`)."""
+  loss: tf.Tensor  # [] the NLL of the batch
+  total_loss: tf.Tensor  # [] what is trained: loss, plus cov_loss_wt * coverage_loss
+  coverage_loss: tf.Tensor = None  # [] with coverage
+
+
 def compute_losses(outputs, batch, vocab_size, coverage):
-  """Per-example NLL, coverage loss and total, each [B], plus the token-weighted baseline NLL.
+  """The PerExample losses of `batch`: NLL and coverage loss, plus the token-weighted baseline
+  NLL's parts.
 
   In pointer mode the batch loss is the mean of the per-example losses; the baseline (as the
   original's sequence_loss) weights every real target token equally: `nll_tokens` / `tokens`.
   """
-  probs = gold_probs(outputs, batch["target"], batch["enc_input_ext"], vocab_size)  # [B, T]
+  probs = gold_probs(outputs, batch.target, batch.enc_input_ext, vocab_size)  # [B, T]
   step_nll = -tf.math.log(tf.maximum(probs, PROB_FLOOR))  # [B, T]
-  mask = tf.sequence_mask(batch["dec_len"], tf.shape(step_nll)[1], step_nll.dtype)  # [B, T]
-  result = {
-      "nll": mask_and_average(step_nll, batch["dec_len"]),  # [B]
-      "nll_tokens": tf.reduce_sum(step_nll * mask, axis=1),  # [B]
-      "tokens": tf.reduce_sum(mask, axis=1),  # [B]
-  }
-  if coverage:
-    result["coverage_loss"] = mask_and_average(coverage_loss_per_step(outputs.attn),
-                                               batch["dec_len"])  # [B]
-  return result
+  mask = tf.sequence_mask(batch.dec_len, tf.shape(step_nll)[1], step_nll.dtype)  # [B, T]
+  return PerExample(
+      nll=mask_and_average(step_nll, batch.dec_len),  # [B]
+      nll_tokens=tf.reduce_sum(step_nll * mask, axis=1),  # [B]
+      tokens=tf.reduce_sum(mask, axis=1),  # [B]
+      coverage_loss=(mask_and_average(coverage_loss_per_step(outputs.attn), batch.dec_len)
+                     if coverage else None))  # [B]
 
 
 def batch_losses(per_example, pointer_gen, coverage, cov_loss_wt, num_examples=None,
                  num_tokens=None):
-  """Scalar losses of a batch from the per-example values of `compute_losses`.
+  """The BatchLosses of a batch from its PerExample losses (`compute_losses`).
 
   `num_examples` / `num_tokens` default to this batch's; distributed training passes the
   GLOBAL batch's counts, so that the replicas' losses (and gradients) sum to the global mean.
   """
-  dtype = per_example["nll"].dtype
+  dtype = per_example.nll.dtype
   if num_examples is None:
-    num_examples = tf.shape(per_example["nll"])[0]
+    num_examples = tf.shape(per_example.nll)[0]
   if num_tokens is None:
-    num_tokens = tf.reduce_sum(per_example["tokens"])
+    num_tokens = tf.reduce_sum(per_example.tokens)
   num_examples = tf.cast(num_examples, dtype)
   if pointer_gen:
-    nll = tf.reduce_sum(per_example["nll"]) / num_examples
+    nll = tf.reduce_sum(per_example.nll) / num_examples
   else:
-    nll = tf.reduce_sum(per_example["nll_tokens"]) / tf.maximum(tf.cast(num_tokens, dtype), 1.0)
-  result = {"loss": nll, "total_loss": nll}
-  if coverage:
-    result["coverage_loss"] = tf.reduce_sum(per_example["coverage_loss"]) / num_examples
-    result["total_loss"] = nll + cov_loss_wt * result["coverage_loss"]
-  return result
+    nll = tf.reduce_sum(per_example.nll_tokens) / tf.maximum(tf.cast(num_tokens, dtype), 1.0)
+  if not coverage:
+    return BatchLosses(loss=nll, total_loss=nll)
+  coverage_loss = tf.reduce_sum(per_example.coverage_loss) / num_examples
+  return BatchLosses(loss=nll, total_loss=nll + cov_loss_wt * coverage_loss,
+                     coverage_loss=coverage_loss)

@@ -93,9 +93,9 @@ class PointerGenerator(model_config.Configured, keras.Model):
     evaluated, never exported.
     """
     implementation = implementation or attention.auto("train")
-    states, features, mask, state = self.encode(batch["enc_input"], batch["enc_len"], for_xla)
+    states, features, mask, state = self.encode(batch.enc_input, batch.enc_len, for_xla)
     memory = implementation.memory(attention.Memory(states, features, mask))
-    embedded = self.embedding(batch["dec_input"])  # [B, T, E]
+    embedded = self.embedding(batch.dec_input)  # [B, T, E]
     steps = tf.shape(embedded)[1]
     # A TensorArray, not indexing: see Encoder.call.
     embedded_by_step = tf.TensorArray(embedded.dtype, size=steps).unstack(
@@ -127,7 +127,7 @@ class PointerGenerator(model_config.Configured, keras.Model):
     result = Outputs(attn=tf.transpose(attn_ta.stack(), [1, 0, 2]))  # [B, T, L]
     teacher_forcing.after(result.attn)
     if real_steps_only:
-      positions = tf.where(tf.sequence_mask(batch["dec_len"], steps))  # [R, 2]
+      positions = tf.where(tf.sequence_mask(batch.dec_len, steps))  # [R, 2]
       result = result._replace(
           real_positions=tf.cast(positions, tf.int32),
           real_vocab_logits=self.cell.vocab_logits(

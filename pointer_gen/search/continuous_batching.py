@@ -158,8 +158,8 @@ class SlotDecoder:
   def decode(self, examples):
     """Yields (example, result) for each of `examples` in their order.
 
-    examples: dicts with enc_input and enc_input_ext (int arrays of the article's length, at
-    most max_enc_steps) and num_oovs. result: the strategy's winners for one article, a
+    examples: data.batch.Examples (enc_input and enc_input_ext of the article's length, at most
+    max_enc_steps; num_oovs). result: the strategy's winners for one article, a
     contract.SearchResult of numpy values (tokens [max_dec_steps], length, score, log_prob,
     p_gens [max_dec_steps]; no attn).
     Articles are encoded num_slots at a time, ahead of the slots that will take them.
@@ -193,7 +193,7 @@ class SlotDecoder:
         search = self._admit(search, np.array(slots, np.int32),
                              np.array([row for row, _ in admitted], np.int32), encoded)
         for slot, (_, example) in zip(slots, admitted):
-          max_oovs = max(max_oovs, int(example["num_oovs"]))
+          max_oovs = max(max_oovs, int(example.num_oovs))
           slot_of[next_index] = slot
           waiting[next_index] = example
           next_index += 1
@@ -239,12 +239,12 @@ class SlotDecoder:
 
 def _padded(examples):
   """enc_input [A, L], enc_len [A], enc_input_ext [A, L] of examples padded to the longest."""
-  lengths = np.array([len(e["enc_input"]) for e in examples], np.int32)
+  lengths = np.array([len(e.enc_input) for e in examples], np.int32)
   enc_input = np.full([len(examples), lengths.max()], vocab_lib.PAD_ID, np.int32)
   enc_input_ext = enc_input.copy()
   for n, example in enumerate(examples):
-    enc_input[n, :lengths[n]] = example["enc_input"]
-    enc_input_ext[n, :lengths[n]] = example["enc_input_ext"]
+    enc_input[n, :lengths[n]] = example.enc_input
+    enc_input_ext[n, :lengths[n]] = example.enc_input_ext
   return enc_input, lengths, enc_input_ext
 
 

@@ -36,6 +36,7 @@ from pointer_gen.base import stopping
 from pointer_gen.base import tensorboard_log
 from pointer_gen.base.errors import DataError
 from pointer_gen.base.errors import make_output_dir
+from pointer_gen.data import batch as batch_lib
 from pointer_gen.data import pipeline as data
 from pointer_gen.data import run_record
 from pointer_gen.model import losses
@@ -80,10 +81,10 @@ class BestModelSelector:
 
 
 def make_score_fn(model, hps, vocab_size):
-  """The compiled forward pass and losses of one batch: (per-example losses, batch scalars)."""
+  """The compiled forward pass and losses of one batch: (losses.PerExample, losses.BatchLosses)."""
   implementation = attention.chosen(hps, "train")
 
-  @tf.function(autograph=False, input_signature=[data.batch_spec()])
+  @tf.function(autograph=False, input_signature=[batch_lib.spec()])
   def score(batch):
     outputs = model(batch, real_steps_only=True, implementation=implementation)
     per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)  # each [B]
@@ -217,7 +218,7 @@ class ConcurrentEvaluator:
         self.source.raise_if_failed()
         raise DataError(f"--data_path={hps.data_path}: the validation data ended")
       _, scalars = self.score(batch)
-      loss = float(scalars["loss"])
+      loss = float(scalars.loss)
       # Selection uses the NLL alone, as the original's: it stays comparable across
       # convert_to_coverage_model, after which the coverage term appears.
       new_best |= self.selector.update(loss)
@@ -225,8 +226,8 @@ class ConcurrentEvaluator:
         tensorboard_log.scalar("loss", loss, step)
         tensorboard_log.scalar("running_avg_loss", self.selector.running_avg, step)
         if hps.coverage:
-          tensorboard_log.scalar("coverage_loss", scalars["coverage_loss"], step)
-      scored.append((loss, float(scalars["coverage_loss"]) if hps.coverage else 0.0))
+          tensorboard_log.scalar("coverage_loss", scalars.coverage_loss, step)
+      scored.append((loss, float(scalars.coverage_loss) if hps.coverage else 0.0))
       if stopping.requested():
         break
     if self.samples and not stopping.requested():
@@ -288,9 +289,10 @@ def run_single_pass(hps, vocab):
       if stopping.requested():
         return None
       per_example, _ = score(batch)
-      for name, values in per_example.items():
-        totals[name] += float(np.sum(values.numpy(), dtype=np.float64))
-      num_examples += int(per_example["nll"].shape[0])
+      for name, values in per_example._asdict().items():
+        if values is not None:
+          totals[name] += float(np.sum(values.numpy(), dtype=np.float64))
+      num_examples += int(per_example.nll.shape[0])
   source.raise_if_failed()
   if not num_examples:
     raise DataError(f"--data_path={hps.data_path}: no example to evaluate")

@@ -20,6 +20,7 @@ from pointer_gen.base import stopping
 from pointer_gen.base import tensorboard_log
 from pointer_gen.base.errors import OutputError
 from pointer_gen.data import pipeline as data
+from pointer_gen.data.batch import Batch
 from pointer_gen.data import run_record
 from pointer_gen.model import losses
 from pointer_gen.search import decoding_defaults
@@ -71,15 +72,15 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
   implementation = attention.chosen(hps, "train")
 
   def replica_step(batch):
-    num_examples = _all_reduce_sum(tf.shape(batch["dec_len"])[0])
+    num_examples = _all_reduce_sum(tf.shape(batch.dec_len)[0])
     with tf.GradientTape() as tape:
       outputs = model(batch, real_steps_only=True, for_xla=for_xla,
                       implementation=implementation)
       per_example = losses.compute_losses(outputs, batch, vocab_size, hps.coverage)
-      num_tokens = _all_reduce_sum(tf.reduce_sum(per_example["tokens"]))
+      num_tokens = _all_reduce_sum(tf.reduce_sum(per_example.tokens))
       scalars = losses.batch_losses(per_example, hps.pointer_gen, hps.coverage, hps.cov_loss_wt,
                                     num_examples, num_tokens)
-      total = scalars["total_loss"]
+      total = scalars.total_loss
     tape_gradients = tape.gradient(total, variables)
     # The embedding gradient's per-token rows (see clipping_norm) exist only here, each on its
     # replica: the sum of their squares rides in the gradients' one all-reduce.
@@ -97,12 +98,13 @@ def make_train_step(model, optimizer, step, hps, vocab_size, strategy=None, jit_
     updates = [tf.where(finite, g, tf.zeros([], g.dtype)) for g in clipped]
     optimizer.apply_gradients(zip(updates, variables))
     step.assign_add(tf.cast(finite, step.dtype))
-    report = {name: _all_reduce_sum(value) for name, value in scalars.items()}
+    report = {name: _all_reduce_sum(value) for name, value in scalars._asdict().items()
+              if value is not None}
     report["total_loss"] = total_loss
     report["global_norm"] = global_norm
     report["finite"] = finite
     if hps.pointer_gen:
-      mask = tf.sequence_mask(batch["dec_len"], tf.shape(outputs.p_gen)[1], tf.float32)
+      mask = tf.sequence_mask(batch.dec_len, tf.shape(outputs.p_gen)[1], tf.float32)
       report["p_gen_mean"] = (_all_reduce_sum(tf.reduce_sum(outputs.p_gen * mask))
                               / _all_reduce_sum(tf.reduce_sum(mask)))
     return report
@@ -193,8 +195,7 @@ class Trainer:
                                             shard_index=context.input_pipeline_id)
       self.sources.append(source)
       # Strings are not needed to train, and cannot be placed on accelerators.
-      return batches.map(tf.autograph.experimental.do_not_convert(
-          lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string}))
+      return batches.map(tf.autograph.experimental.do_not_convert(Batch.without_text))
 
     return self.strategy.distribute_datasets_from_function(per_worker)
 

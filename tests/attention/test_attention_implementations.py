@@ -21,6 +21,7 @@ from pointer_gen import run  # noqa: F401  (defines the flags)  pylint: disable=
 from pointer_gen.attention import registry
 from pointer_gen.base import precision
 from pointer_gen.base.errors import DataError
+from pointer_gen.data.batch import Batch
 from pointer_gen.model import losses
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.model.model_config import ModelConfig
@@ -73,9 +74,9 @@ def _batch(rows):
   target[np.arange(T)[None, :] >= dec_len[:, None]] = 0
   in_vocab = lambda ids: np.where(ids >= V, 1, ids).astype(np.int32)
   dec_input = np.concatenate([np.full((rows, 1), 2, np.int32), in_vocab(target)[:, :-1]], 1)
-  return {"enc_input": in_vocab(ext), "enc_input_ext": ext, "enc_len": enc_len,
-          "dec_input": dec_input, "target": target, "dec_len": dec_len,
-          "num_oovs": np.full([rows], 2, np.int32)}
+  return Batch(enc_input=in_vocab(ext), enc_input_ext=ext, enc_len=enc_len,
+               num_oovs=np.full([rows], 2, np.int32), dec_input=dec_input, target=target,
+               dec_len=dec_len)
 
 
 @functools.lru_cache(maxsize=None)
@@ -97,7 +98,7 @@ def _training(model, implementation, coverage):
   with tape or contextlib.nullcontext():
     outputs = model(batch, real_steps_only=True, implementation=implementation)
     per_example = losses.compute_losses(outputs, batch, V, coverage)
-    loss = losses.batch_losses(per_example, True, coverage, 0.7)["total_loss"]
+    loss = losses.batch_losses(per_example, True, coverage, 0.7).total_loss
   result = {"attn": outputs.attn, "p_gen": outputs.p_gen,
             "vocab_logits": outputs.real_vocab_logits, "loss": loss}
   if tape:
@@ -154,7 +155,7 @@ def _search_step(model, implementation, shape):
     ids = tf.TensorSpec([None, None], tf.int32)
     run = tf.function(run, autograph=False,
                       input_signature=[ids, tf.TensorSpec([None], tf.int32)])
-  result = run(batch["enc_input"], batch["enc_len"])
+  result = run(batch.enc_input, batch.enc_len)
   return {name: tf.cast(value, tf.float32).numpy() for name, value in result.items()}
 
 

@@ -14,6 +14,7 @@ from pointer_gen.base import checkpoints
 from pointer_gen.base import precision
 from pointer_gen.base.errors import DataError
 from pointer_gen.data import pipeline as data
+from pointer_gen.data.batch import Batch
 from pointer_gen.formats import data_files
 from pointer_gen.formats import registry as data_formats
 from pointer_gen.formats import skips as skips_lib
@@ -55,9 +56,9 @@ def _batch(rng, hps):
   in_vocab = lambda ids: np.where(ids >= v, vocab_lib.UNK_ID, ids).astype(np.int32)
   dec_input = np.concatenate([np.full((b, 1), vocab_lib.START_ID), in_vocab(target)[:, :-1]], 1)
   dec_input[steps >= dec_len[:, None]] = vocab_lib.PAD_ID
-  return {"enc_input": in_vocab(ext), "enc_input_ext": ext, "enc_len": enc_len,
-          "dec_input": dec_input.astype(np.int32), "target": target, "dec_len": dec_len,
-          "num_oovs": np.full([b], 3, np.int32)}
+  return Batch(enc_input=in_vocab(ext), enc_input_ext=ext, enc_len=enc_len,
+               num_oovs=np.full([b], 3, np.int32), dec_input=dec_input.astype(np.int32),
+               target=target, dec_len=dec_len)
 
 
 def _one_step(hps, weights, batch):

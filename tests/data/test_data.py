@@ -39,12 +39,13 @@ def table():
 def features(table, article, abstract, max_enc_steps=50, max_dec_steps=50, **kwargs):
   out = data.example_features(tf.constant(article), tf.constant(abstract), table, V,
                               max_enc_steps, max_dec_steps, **kwargs)
-  return {k: v.numpy() for k, v in out.items()}
+  return tf.nest.map_structure(lambda value: value.numpy(), out)
 
 
 def _check(f, **expected):
+  """Each field of `f` named in `expected` is the value given."""
   for key, want in expected.items():
-    got = f[key]
+    got = getattr(f, key)
     if key == "article_oovs":
       assert [w.decode() for w in got] == want, key
     elif np.ndim(want) == 0:
@@ -65,7 +66,7 @@ def test_pointer_mode_ids(table):
          target=[A, V, SAT, V + 1, THE, UNK, DOT, STOP],
          dec_len=8)
   for key in ("enc_input", "enc_input_ext", "dec_input", "target", "enc_len", "dec_len"):
-    assert f[key].dtype == np.int32, key
+    assert getattr(f, key).dtype == np.int32, key
 
 
 def test_non_article_oov_in_target_is_unk(table):
@@ -118,7 +119,7 @@ def test_baseline_mode_has_no_temporary_ids(table):
          dec_input=[START, A, UNK, SAT, UNK, THE, UNK, DOT],
          target=[A, UNK, SAT, UNK, THE, UNK, DOT, STOP],
          dec_len=8)
-  assert f["target"].max() < V and f["enc_input_ext"].max() < V
+  assert f.target.max() < V and f.enc_input_ext.max() < V
 
 
 def test_whitespace_tokenizer_splits_on_any_whitespace(table):
@@ -176,12 +177,12 @@ def test_make_dataset_single_pass(table):
   def source():
     yield from PAIRS
 
-  batches = [{k: v.numpy() for k, v in b.items()}
+  batches = [tf.nest.map_structure(lambda value: value.numpy(), b)
              for b in data.make_dataset(source, table, V, hps)]
-  assert [len(b["article"]) for b in batches] == [2, 2, 1]  # the partial batch is kept
-  articles = [a.decode() for b in batches for a in b["article"]]
+  assert [len(b.article) for b in batches] == [2, 2, 1]  # the partial batch is kept
+  articles = [a.decode() for b in batches for a in b.article]
   assert articles == [p[0] for p in PAIRS]
-  assert [a.decode() for b in batches for a in b["abstract"]] == [p[1] for p in PAIRS]
+  assert [a.decode() for b in batches for a in b.abstract] == [p[1] for p in PAIRS]
 
   expected = [features(table, a, s, max_enc_steps=7, max_dec_steps=5) for a, s in PAIRS]
   # Hand-checked: the second example is truncated to 7 article tokens, and its target too.
@@ -191,24 +192,27 @@ def test_make_dataset_single_pass(table):
 
   index = 0
   for batch in batches:
-    enc_width = batch["enc_input"].shape[1]
-    dec_width = batch["dec_input"].shape[1]
-    oov_width = batch["article_oovs"].shape[1]
-    n = len(batch["article"])
-    assert enc_width == max(expected[index + i]["enc_len"] for i in range(n))
-    assert max(expected[index + i]["dec_len"] for i in range(n)) <= dec_width <= 5
+    enc_width = batch.enc_input.shape[1]
+    dec_width = batch.dec_input.shape[1]
+    oov_width = batch.article_oovs.shape[1]
+    n = len(batch.article)
+    assert enc_width == max(expected[index + i].enc_len for i in range(n))
+    assert max(expected[index + i].dec_len for i in range(n)) <= dec_width <= 5
     for i in range(n):
       ex = expected[index + i]
-      assert batch["enc_len"][i] == ex["enc_len"]
-      assert batch["dec_len"][i] == ex["dec_len"]
-      assert batch["num_oovs"][i] == ex["num_oovs"]
-      for key, width in (("enc_input", enc_width), ("enc_input_ext", enc_width),
-                         ("dec_input", dec_width), ("target", dec_width)):
+      assert batch.enc_len[i] == ex.enc_len
+      assert batch.dec_len[i] == ex.dec_len
+      assert batch.num_oovs[i] == ex.num_oovs
+      for key, got, ids, width in (
+          ("enc_input", batch.enc_input, ex.enc_input, enc_width),
+          ("enc_input_ext", batch.enc_input_ext, ex.enc_input_ext, enc_width),
+          ("dec_input", batch.dec_input, ex.dec_input, dec_width),
+          ("target", batch.target, ex.target, dec_width)):
         want = np.full(width, PAD, np.int32)
-        want[:len(ex[key])] = ex[key]
-        np.testing.assert_array_equal(batch[key][i], want, err_msg=f"{key} of example {index+i}")
-      want_oovs = list(ex["article_oovs"]) + [b""] * (oov_width - len(ex["article_oovs"]))
-      assert list(batch["article_oovs"][i]) == want_oovs
+        want[:len(ids)] = ids
+        np.testing.assert_array_equal(got[i], want, err_msg=f"{key} of example {index+i}")
+      want_oovs = list(ex.article_oovs) + [b""] * (oov_width - len(ex.article_oovs))
+      assert list(batch.article_oovs[i]) == want_oovs
     index += n
   assert index == len(PAIRS)
 
@@ -216,8 +220,8 @@ def test_make_dataset_single_pass(table):
 def test_make_dataset_single_pass_is_repeatable(table):
   hps = config.HParams(batch_size=3, max_enc_steps=7, max_dec_steps=5, single_pass=True)
   source = lambda: iter(PAIRS)  # noqa: E731
-  first = [b["target"].numpy().tolist() for b in data.make_dataset(source, table, V, hps)]
-  second = [b["target"].numpy().tolist() for b in data.make_dataset(source, table, V, hps)]
+  first = [b.target.numpy().tolist() for b in data.make_dataset(source, table, V, hps)]
+  second = [b.target.numpy().tolist() for b in data.make_dataset(source, table, V, hps)]
   assert first == second and len(first) == 2
 
 

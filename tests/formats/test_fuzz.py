@@ -580,7 +580,7 @@ def _pipeline(path, vocab):
   pairs = []
   for batch in data.make_dataset(source, vocab.lookup_table(), len(vocab), hps):
     pairs += [(a.decode("utf-8"), b.decode("utf-8"))
-              for a, b in zip(batch["article"].numpy(), batch["abstract"].numpy())]
+              for a, b in zip(batch.article.numpy(), batch.abstract.numpy())]
   return pairs, source
 
 
@@ -649,7 +649,7 @@ def test_file_cut_short_after_start_up_is_a_data_error_not_a_tf_error(vietnews_c
   cut = len(corpus.blob) - len(corpus.payloads[-1]) // 2
   path.write_bytes(corpus.blob[:cut])
   batches = _within(TIMEOUT_SECS * 4, list, dataset)
-  assert sum(int(b["enc_len"].shape[0]) for b in batches) == 2
+  assert sum(int(b.enc_len.shape[0]) for b in batches) == 2
   with pytest.raises(DataError, match=f"{path}: record 2 at byte"):
     source.raise_if_failed()
 

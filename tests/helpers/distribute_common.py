@@ -26,17 +26,17 @@ def first_batch(hps, vocab, batch_size, num_shards=1, shard_index=0):
                              shard_index=shard_index)
   batch = next(iter(data.make_dataset(source, vocab.lookup_table(), len(vocab), hps,
                                       batch_size=batch_size)))
-  return {k: v for k, v in batch.items() if v.dtype != tf.string}
+  return batch.without_text()
 
 
 def concat_batches(first, second):
   """One batch holding both, padded to the longer encoder and decoder lengths with [PAD]."""
-  result = {}
-  for key in first:
-    a, b = first[key], second[key]
+
+  def concat(a, b):
     if a.shape.rank == 2:
       width = max(a.shape[1], b.shape[1])
       a = tf.pad(a, [[0, 0], [0, width - a.shape[1]]], constant_values=1)
       b = tf.pad(b, [[0, 0], [0, width - b.shape[1]]], constant_values=1)
-    result[key] = tf.concat([a, b], axis=0)
-  return result
+    return tf.concat([a, b], axis=0)
+
+  return tf.nest.map_structure(concat, first, second)

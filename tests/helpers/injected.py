@@ -39,7 +39,7 @@ def nonfinite_loss_at(global_step, patch=setattr):
       poison = tf.equal(step + 1, global_step) & tf.logical_not(fired)  # scalar
       fired.assign(fired | poison)
       # Times 1.0 at every other step: their losses and updates stay bit for bit a clean run's.
-      return {**scalars, "total_loss": scalars["total_loss"] * tf.where(poison, float("nan"), 1.0)}
+      return scalars._replace(total_loss=scalars.total_loss * tf.where(poison, float("nan"), 1.0))
 
     # The step looks the function up when it is traced, after this returns.
     patch(losses, "batch_losses", poisoned_losses)

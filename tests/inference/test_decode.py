@@ -220,9 +220,8 @@ def test_a_tfrecord_twin_of_the_bin_gives_its_batches_and_summaries(trained, tmp
     batches = [list(data.input_pipeline(h, vocab, single_pass)[1].take(3)) for h in (hps, twin)]
     assert len(batches[0]) == 3
     for from_bin, from_tfrecord in zip(*batches, strict=True):
-      assert from_bin.keys() == from_tfrecord.keys()
-      for key in from_bin:
-        np.testing.assert_array_equal(from_bin[key].numpy(), from_tfrecord[key].numpy(), key)
+      for key, a, b in zip(from_bin._fields, from_bin, from_tfrecord, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), key)
   results = [decode.run(h, vocab) for h in (hps, twin)]
   directories = [os.path.join(h.run_dir, decode.decode_dir_name(h, "x-30")) for h in (hps, twin)]
   assert [os.path.basename(d) for d in directories] == [

@@ -38,10 +38,10 @@ def test_the_scores_are_trainings_loss_of_the_same_batch(tmp_path):
   (batch,) = list(dataset)
   _, scalars = evaluate.make_score_fn(model, hps, len(vocab))(batch)
   assert result["num_examples"] == 7 and result["step"] == 3
-  assert result["mean_nll_per_example"] == pytest.approx(float(scalars["loss"]), rel=1e-6)
-  assert result["mean_coverage_loss"] == pytest.approx(float(scalars["coverage_loss"]),
+  assert result["mean_nll_per_example"] == pytest.approx(float(scalars.loss), rel=1e-6)
+  assert result["mean_coverage_loss"] == pytest.approx(float(scalars.coverage_loss),
                                                        rel=1e-6)
-  dec_len = batch["dec_len"].numpy()
+  dec_len = batch.dec_len.numpy()
   for line, length in zip(lines, dec_len):
     assert line["tokens"] == length == len(line["token_nll"])
     assert line["log_likelihood"] == pytest.approx(-sum(line["token_nll"]), rel=1e-6)

@@ -74,9 +74,9 @@ def _pointer_gen_winners(prefix, demo_corpus, compiled):
   # Eager: tracing the search would cost more than these few steps.
   winners = beam_search.BeamSearch(settings, beam_search.BeamSettings(beam_size=BEAM),
                                    searched).search(
-      model, batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
-      tf.reduce_max(batch["num_oovs"]))
-  return winners.map(lambda t: t.numpy()), batch["enc_len"].numpy()
+      model, batch.enc_input, batch.enc_len, batch.enc_input_ext,
+      tf.reduce_max(batch.num_oovs))
+  return winners.map(lambda t: t.numpy()), batch.enc_len.numpy()
 
 
 @pytest.mark.parametrize("compiled", [False, True])

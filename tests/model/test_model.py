@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from pointer_gen import config
 from pointer_gen.base import precision
+from pointer_gen.data.batch import Batch
 from pointer_gen.model import losses
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.model.model_config import ModelConfig
@@ -60,14 +61,13 @@ def make_batch(pointer_gen=True, rows=None, enc_width=None, dec_width=None):
   if not pointer_gen:
     target = _enc_input(target)
   enc_input = _enc_input(enc_ext)
-  return {
-      "enc_input": tf.constant(enc_input),
-      "enc_input_ext": tf.constant(enc_ext if pointer_gen else enc_input),
-      "enc_len": tf.constant(enc_len),
-      "dec_input": tf.constant(_dec_input(target, dec_len)),
-      "target": tf.constant(target),
-      "dec_len": tf.constant(dec_len),
-  }
+  return Batch(
+      enc_input=tf.constant(enc_input),
+      enc_input_ext=tf.constant(enc_ext if pointer_gen else enc_input),
+      enc_len=tf.constant(enc_len),
+      dec_input=tf.constant(_dec_input(target, dec_len)),
+      target=tf.constant(target),
+      dec_len=tf.constant(dec_len))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,9 +127,9 @@ def np_attention(att, query, states, mask, coverage, use_coverage):
 
 def np_forward(model, batch):
   """Teacher-forced unrolled loop: context_{-1} = 0, coverage^0 = 0."""
-  enc_input = batch["enc_input"].numpy()
-  enc_len = batch["enc_len"].numpy()
-  dec_input = batch["dec_input"].numpy()
+  enc_input = batch.enc_input.numpy()
+  enc_len = batch.enc_len.numpy()
+  dec_input = batch.dec_input.numpy()
   states, c, h = np_encoder(model, enc_input, enc_len)
   batch_size, length = enc_input.shape
   mask = (np.arange(length)[None, :] < enc_len[:, None]).astype(np.float64)
@@ -182,9 +182,9 @@ def np_gold_probs(outputs, target, enc_ext, pointer_gen):
 
 
 def np_losses(outputs, batch, pointer_gen, coverage, cov_loss_wt):
-  target = batch["target"].numpy()
-  dec_len = batch["dec_len"].numpy()
-  gold = np_gold_probs(outputs, target, batch["enc_input_ext"].numpy(), pointer_gen)
+  target = batch.target.numpy()
+  dec_len = batch.dec_len.numpy()
+  gold = np_gold_probs(outputs, target, batch.enc_input_ext.numpy(), pointer_gen)
   step_nll = -np.log(np.maximum(gold, PROB_FLOOR))
   mask = (np.arange(target.shape[1])[None, :] < dec_len[:, None]).astype(np.float64)
   per_example = (step_nll * mask).sum(axis=1) / dec_len
@@ -303,8 +303,8 @@ def test_get_config_round_trip_keeps_the_precision():
 def test_encoder_matches_numpy_bilstm(mode_model):
   batch = make_batch(mode_model.pointer_gen)
   states, features, mask, (c, h, context, coverage) = mode_model.encode(
-      batch["enc_input"], batch["enc_len"])
-  e_states, e_c, e_h = np_encoder(mode_model, batch["enc_input"].numpy(), ENC_LEN)
+      batch.enc_input, batch.enc_len)
+  e_states, e_c, e_h = np_encoder(mode_model, batch.enc_input.numpy(), ENC_LEN)
   real = mask.numpy() == 1
   np.testing.assert_array_equal(real, np.arange(7)[None, :] < ENC_LEN[:, None])
   np.testing.assert_allclose(states.numpy()[real], e_states[real], atol=ATOL)
@@ -362,19 +362,19 @@ def test_losses_match_numpy(mode_model, cov_loss_wt):
   result = losses.batch_losses(per_example, pointer_gen, coverage, cov_loss_wt)
   expected = np_losses(outputs, batch, pointer_gen, coverage, cov_loss_wt)
 
-  np.testing.assert_allclose(per_example["nll"].numpy(), expected["per_example_nll"],
+  np.testing.assert_allclose(per_example.nll.numpy(), expected["per_example_nll"],
                              rtol=ATOL, atol=ATOL)
-  np.testing.assert_allclose(float(result["loss"]), expected["loss"], rtol=ATOL, atol=ATOL)
-  np.testing.assert_allclose(float(result["total_loss"]), expected["total_loss"], rtol=ATOL,
+  np.testing.assert_allclose(float(result.loss), expected["loss"], rtol=ATOL, atol=ATOL)
+  np.testing.assert_allclose(float(result.total_loss), expected["total_loss"], rtol=ATOL,
                              atol=ATOL)
   if coverage:
-    np.testing.assert_allclose(per_example["coverage_loss"].numpy(),
+    np.testing.assert_allclose(per_example.coverage_loss.numpy(),
                                expected["per_example_cov"], rtol=ATOL, atol=ATOL)
-    np.testing.assert_allclose(float(result["coverage_loss"]), expected["coverage_loss"],
+    np.testing.assert_allclose(float(result.coverage_loss), expected["coverage_loss"],
                                rtol=ATOL, atol=ATOL)
     assert expected["coverage_loss"] > 1e-3
   else:
-    assert "coverage_loss" not in result
+    assert result.coverage_loss is None
 
 
 def test_baseline_loss_is_token_weighted_and_pointer_loss_example_weighted():
@@ -384,8 +384,8 @@ def test_baseline_loss_is_token_weighted_and_pointer_loss_example_weighted():
     batch = make_batch(pointer_gen)
     outputs = model(batch)
     ex = np_losses(outputs, batch, pointer_gen, False, 1.0)
-    target = batch["target"].numpy()
-    gold = np_gold_probs(outputs, target, batch["enc_input_ext"].numpy(), pointer_gen)
+    target = batch.target.numpy()
+    gold = np_gold_probs(outputs, target, batch.enc_input_ext.numpy(), pointer_gen)
     mask = np.arange(6)[None, :] < DEC_LEN[:, None]
     token_mean = -np.log(gold)[mask].mean()
     example_mean = ex["per_example_nll"].mean()
@@ -393,7 +393,7 @@ def test_baseline_loss_is_token_weighted_and_pointer_loss_example_weighted():
     result = losses.batch_losses(losses.compute_losses(outputs, batch, V, False), pointer_gen,
                                  False, 1.0)
     want = example_mean if pointer_gen else token_mean
-    np.testing.assert_allclose(float(result["loss"]), want, rtol=ATOL)
+    np.testing.assert_allclose(float(result.loss), want, rtol=ATOL)
 
 
 def test_gold_probs_of_each_target_kind():
@@ -402,7 +402,7 @@ def test_gold_probs_of_each_target_kind():
   model = make_model(True, False, seed=5)
   batch = make_batch(True)
   outputs = model(batch)
-  gold = losses.gold_probs(outputs, batch["target"], batch["enc_input_ext"], V).numpy()
+  gold = losses.gold_probs(outputs, batch.target, batch.enc_input_ext, V).numpy()
   probs = _softmax(_np(outputs.vocab_logits))
   p_gen, attn = _np(outputs.p_gen), _np(outputs.attn)
   # Row 0, step 0: target V+0 at article positions 1 and 3.
@@ -421,32 +421,32 @@ def test_zero_probability_target_gives_finite_loss_and_gradients():
   """p_gen saturated at 1 and a copied-OOV target: P = 0 exactly; log(0) must be guarded."""
   logits = tf.Variable(np.random.default_rng(0).normal(size=(1, 2, V)).astype(np.float32))
   attn = tf.constant(np.array([[[0.5, 0.5, 0.0], [0.2, 0.8, 0.0]]], np.float32))
-  batch = {
-      "target": tf.constant([[V, 3]], tf.int32),
-      "enc_input_ext": tf.constant([[V, 4, 1]], tf.int32),
-      "dec_len": tf.constant([2], tf.int32),
-  }
+  # The losses read the targets, the extended ids and the lengths only.
+  batch = Batch(enc_input=None, enc_len=None,
+                target=tf.constant([[V, 3]], tf.int32),
+                enc_input_ext=tf.constant([[V, 4, 1]], tf.int32),
+                dec_len=tf.constant([2], tf.int32))
   with tf.GradientTape() as tape:
     outputs = model_lib.Outputs(attn=attn, vocab_logits=logits, p_gen=tf.ones([1, 2]))
     per_example = losses.compute_losses(outputs, batch, V, True)
     result = losses.batch_losses(per_example, True, True, 1.0)
-  grad = tape.gradient(result["total_loss"], logits)
-  assert np.isfinite(float(result["total_loss"]))
+  grad = tape.gradient(result.total_loss, logits)
+  assert np.isfinite(float(result.total_loss))
   assert np.all(np.isfinite(grad.numpy()))
   probs = _softmax(_np(logits.numpy()))
   want = (-np.log(PROB_FLOOR) - np.log(probs[0, 1, 3])) / 2
-  np.testing.assert_allclose(float(result["loss"]), want, rtol=1e-4)
+  np.testing.assert_allclose(float(result.loss), want, rtol=1e-4)
 
 
 def test_gold_probs_equals_scattered_form(mode_model):
   batch = make_batch(mode_model.pointer_gen)
   outputs = mode_model(batch)
-  gathered = losses.gold_probs(outputs, batch["target"], batch["enc_input_ext"], V).numpy()
-  scattered = reference.gold_probs_scattered(outputs, batch["target"], batch["enc_input_ext"],
+  gathered = losses.gold_probs(outputs, batch.target, batch.enc_input_ext, V).numpy()
+  scattered = reference.gold_probs_scattered(outputs, batch.target, batch.enc_input_ext,
                                           MAX_OOVS).numpy()
   mask = np.arange(6)[None, :] < DEC_LEN[:, None]
   np.testing.assert_allclose(gathered, scattered, atol=1e-6)
-  expected = np_gold_probs(outputs, batch["target"].numpy(), batch["enc_input_ext"].numpy(),
+  expected = np_gold_probs(outputs, batch.target.numpy(), batch.enc_input_ext.numpy(),
                            mode_model.pointer_gen)
   np.testing.assert_allclose(gathered[mask], expected[mask], atol=ATOL)
 
@@ -458,8 +458,8 @@ def _loss_and_grads(model, batch, gold_fn, monkeypatch):
       outputs = model(batch)
       per_example = losses.compute_losses(outputs, batch, V, model.coverage)
       loss = losses.batch_losses(per_example, model.pointer_gen, model.coverage, 0.7)
-  grads = tape.gradient(loss["total_loss"], model.trainable_variables)
-  return float(loss["total_loss"]), grads
+  grads = tape.gradient(loss.total_loss, model.trainable_variables)
+  return float(loss.total_loss), grads
 
 
 def test_gradients_equal_for_gathered_and_scattered_forms(mode_model, monkeypatch):
@@ -489,17 +489,17 @@ def test_padding_does_not_change_an_examples_loss(mode_model, row):
   pointer_gen, coverage = mode_model.pointer_gen, mode_model.coverage
   alone = make_batch(pointer_gen, rows=[row])
   padded = make_batch(pointer_gen)  # padded to L = 7 and T = 6 beside longer examples
-  assert alone["enc_input"].shape[1] < padded["enc_input"].shape[1]
-  assert alone["dec_input"].shape[1] < padded["dec_input"].shape[1]
+  assert alone.enc_input.shape[1] < padded.enc_input.shape[1]
+  assert alone.dec_input.shape[1] < padded.dec_input.shape[1]
   out_alone = mode_model(alone)
   out_padded = mode_model(padded)
   loss_alone = losses.compute_losses(out_alone, alone, V, coverage)
   loss_padded = losses.compute_losses(out_padded, padded, V, coverage)
-  np.testing.assert_allclose(loss_padded["nll"].numpy()[row], loss_alone["nll"].numpy()[0],
+  np.testing.assert_allclose(loss_padded.nll.numpy()[row], loss_alone.nll.numpy()[0],
                              rtol=ATOL, atol=ATOL)
   if coverage:
-    np.testing.assert_allclose(loss_padded["coverage_loss"].numpy()[row],
-                               loss_alone["coverage_loss"].numpy()[0], rtol=ATOL, atol=ATOL)
+    np.testing.assert_allclose(loss_padded.coverage_loss.numpy()[row],
+                               loss_alone.coverage_loss.numpy()[0], rtol=ATOL, atol=ATOL)
   steps, length = int(DEC_LEN[row]), int(ENC_LEN[row])
   np.testing.assert_allclose(out_padded.vocab_logits.numpy()[row, :steps],
                              out_alone.vocab_logits.numpy()[0, :steps], atol=ATOL, rtol=ATOL)
@@ -507,22 +507,22 @@ def test_padding_does_not_change_an_examples_loss(mode_model, row):
                              out_alone.attn.numpy()[0, :steps, :length], atol=ATOL)
   # The batch-level loss of the single example is its per-example loss.
   single = losses.batch_losses(loss_alone, pointer_gen, coverage, 1.0)
-  np.testing.assert_allclose(float(single["loss"]), loss_alone["nll"].numpy()[0], rtol=ATOL)
+  np.testing.assert_allclose(float(single.loss), loss_alone.nll.numpy()[0], rtol=ATOL)
 
 
 def test_padding_a_lone_example_further_does_not_change_its_loss():
   """The same example with extra [PAD] columns on both sides (same batch of one)."""
   model = make_model(True, True, seed=9)
   short = make_batch(True, rows=[1])
-  wide = {k: v for k, v in short.items()}
-  wide["enc_input"] = tf.pad(short["enc_input"], [[0, 0], [0, 4]], constant_values=1)
-  wide["enc_input_ext"] = tf.pad(short["enc_input_ext"], [[0, 0], [0, 4]], constant_values=1)
-  wide["dec_input"] = tf.pad(short["dec_input"], [[0, 0], [0, 5]], constant_values=1)
-  wide["target"] = tf.pad(short["target"], [[0, 0], [0, 5]], constant_values=1)
+  wide = short._replace(
+      enc_input=tf.pad(short.enc_input, [[0, 0], [0, 4]], constant_values=1),
+      enc_input_ext=tf.pad(short.enc_input_ext, [[0, 0], [0, 4]], constant_values=1),
+      dec_input=tf.pad(short.dec_input, [[0, 0], [0, 5]], constant_values=1),
+      target=tf.pad(short.target, [[0, 0], [0, 5]], constant_values=1))
   a = losses.compute_losses(model(short), short, V, True)
   b = losses.compute_losses(model(wide), wide, V, True)
-  np.testing.assert_allclose(b["nll"].numpy(), a["nll"].numpy(), rtol=ATOL, atol=ATOL)
-  np.testing.assert_allclose(b["coverage_loss"].numpy(), a["coverage_loss"].numpy(), rtol=ATOL,
+  np.testing.assert_allclose(b.nll.numpy(), a.nll.numpy(), rtol=ATOL, atol=ATOL)
+  np.testing.assert_allclose(b.coverage_loss.numpy(), a.coverage_loss.numpy(), rtol=ATOL,
                              atol=ATOL)
 
 
@@ -557,13 +557,13 @@ def test_softmax_at_matches_the_automatic_gradient_of_gather_after_softmax():
 def test_projecting_only_real_steps_gives_the_plain_loss_and_gradients(pointer_gen, coverage):
   model = make_model(pointer_gen, coverage, seed=5)
   batch = make_batch(pointer_gen)
-  assert len(set(batch["dec_len"].numpy())) > 1  # some examples have padding steps
+  assert len(set(batch.dec_len.numpy())) > 1  # some examples have padding steps
 
   def loss_and_grads(real_steps_only):
     with tf.GradientTape() as tape:
       outputs = model(batch, real_steps_only=real_steps_only)
       per_example = losses.compute_losses(outputs, batch, V, coverage)
-      loss = losses.batch_losses(per_example, pointer_gen, coverage, 1.0)["total_loss"]
+      loss = losses.batch_losses(per_example, pointer_gen, coverage, 1.0).total_loss
     return loss, tape.gradient(loss, model.trainable_variables)
 
   plain_loss, plain_grads = loss_and_grads(False)
@@ -590,9 +590,9 @@ def _plain_total_loss(model, batch, cov_loss_wt):
     return tf.sigmoid(o) * tf.tanh(c), c
 
   losses_nll, losses_cov, tokens_nll, tokens = [], [], [], 0
-  for b in range(batch["enc_input"].shape[0]):
-    n, steps = int(batch["enc_len"][b]), int(batch["dec_len"][b])
-    words = tf.gather(embedding, batch["enc_input"][b, :n])  # [n, E]
+  for b in range(batch.enc_input.shape[0]):
+    n, steps = int(batch.enc_len[b]), int(batch.dec_len[b])
+    words = tf.gather(embedding, batch.enc_input[b, :n])  # [n, E]
     finals, directions = [], []
     for lstm_cell, order in ((model.encoder.fw_cell, range(n)),
                              (model.encoder.bw_cell, reversed(range(n)))):
@@ -610,11 +610,11 @@ def _plain_total_loss(model, batch, cov_loss_wt):
     h = tf.nn.relu(tf.concat([fw_h, bw_h], 1) @ w(rs, "w_reduce_h") + w(rs, "bias_reduce_h"))
     features = states @ w(att.memory_layer, "kernel")  # [n, 2H]
     context, coverage = tf.zeros([1, 2 * H]), tf.zeros([n])
-    ext = batch["enc_input_ext"][b, :n]
+    ext = batch.enc_input_ext[b, :n]
     nll, cov_loss = [], []
     for t in range(steps):
       x = dense(cell.input_projection, tf.concat(
-          [tf.gather(embedding, batch["dec_input"][b, t:t + 1]), context], axis=1))
+          [tf.gather(embedding, batch.dec_input[b, t:t + 1]), context], axis=1))
       h, c = lstm(cell.lstm_cell, x, h, c)
       pre = features + dense(att.query_layer, tf.concat([c, h], axis=1))
       if model.coverage:
@@ -623,7 +623,7 @@ def _plain_total_loss(model, batch, cov_loss_wt):
       context = tf.reduce_sum(attn[:, None] * states, axis=0, keepdims=True)
       probs = tf.nn.softmax(dense(cell.vocab_projection, dense(
           cell.output_hidden, tf.concat([h, context], axis=1))))[0]  # [V]
-      gold = int(batch["target"][b, t])
+      gold = int(batch.target[b, t])
       if model.pointer_gen:
         p_gen = tf.sigmoid(dense(cell.p_gen_layer, tf.concat([context, c, h, x], axis=1)))[0, 0]
         dist = (p_gen * tf.concat([probs, tf.zeros([MAX_OOVS])], 0)
@@ -662,7 +662,7 @@ def test_training_gradients_equal_the_plain_formulation(pointer_gen, coverage):
   def optimised():
     outputs = model(batch, real_steps_only=True)
     per_example = losses.compute_losses(outputs, batch, V, coverage)
-    return losses.batch_losses(per_example, pointer_gen, coverage, 0.7)["total_loss"]
+    return losses.batch_losses(per_example, pointer_gen, coverage, 0.7).total_loss
 
   loss, grads = loss_and_grads(optimised)
   plain_loss, plain_grads = loss_and_grads(lambda: _plain_total_loss(model, batch, 0.7))

@@ -8,6 +8,7 @@ import tensorflow as tf
 from pointer_gen import attention
 from pointer_gen import config
 from pointer_gen.base import precision
+from pointer_gen.data.batch import Example
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.model.model_config import ModelConfig
 from pointer_gen.search import beam as beam_search
@@ -51,11 +52,13 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
   run_gathered = decoder._run_gathered
   decoder._run_gathered = lambda search, *args: (gathered.append(len(search.step)),
                                                  run_gathered(search, *args))[1]
-  examples = [{"enc_input": enc_input[n, :enc_len[n]], "enc_input_ext": ext[n, :enc_len[n]],
-               "num_oovs": max(0, int(ext[n].max()) - model.vocab_size + 1), "index": n}
+  examples = [Example(enc_input=enc_input[n, :enc_len[n]], enc_input_ext=ext[n, :enc_len[n]],
+                      num_oovs=max(0, int(ext[n].max()) - model.vocab_size + 1))
               for n in range(len(enc_len))]
   decoded = list(decoder.decode(examples))
-  assert [example["index"] for example, _ in decoded] == list(range(len(examples)))
+  # Each example comes back itself, in order.
+  index = {id(example): n for n, example in enumerate(examples)}
+  assert [index[id(example)] for example, _ in decoded] == list(range(len(examples)))
 
   # One article at a time, of a batch size not known when tracing, as decode's searches are.
   ids = tf.TensorSpec([None, None], tf.int32)
@@ -64,9 +67,9 @@ def test_slots_give_the_summaries_of_one_article_at_a_time(first_step_context, b
                                        tf.TensorSpec([], tf.int32)])
   steps = []
   for example, result in decoded:
-    n = example["index"]
+    n = index[id(example)]
     want = alone(enc_input[n:n + 1, :enc_len[n]], enc_len[n:n + 1],
-                 ext[n:n + 1, :enc_len[n]], example["num_oovs"])
+                 ext[n:n + 1, :enc_len[n]], example.num_oovs)
     length = int(want.length[0])
     assert int(result.length) == length, f"article {n}"
     np.testing.assert_array_equal(result.tokens, want.tokens[0].numpy())

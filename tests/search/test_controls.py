@@ -249,7 +249,7 @@ def test_every_control_with_every_strategy(tmp_path, name):
   assert len({len(words) for words in alone}) > 1
   # From the controls themselves (a new one's too): no token of a summary is one an active
   # control zeroes at its step, given the tokens before it.
-  width = len(vocab) + int(np.max(batch["num_oovs"]))
+  width = len(vocab) + int(np.max(batch.num_oovs))
   for f in found:
     length, tokens = int(f.length), np.asarray(f.tokens)
     before = np.where(np.arange(hps.max_dec_steps)[None, :] < np.arange(length)[:, None],

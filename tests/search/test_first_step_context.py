@@ -10,6 +10,7 @@ import tensorflow as tf
 from pointer_gen import attention
 from pointer_gen import config
 from pointer_gen.base.errors import DataError
+from pointer_gen.data.batch import Batch
 from pointer_gen.inference import export
 from pointer_gen.model import pointer_generator as model_lib
 from pointer_gen.search import beam as beam_search
@@ -44,10 +45,11 @@ def _copy_task(num, seed):
   # The decoder is fed in-vocabulary ids only: copied OOVs come back as [UNK].
   fed = np.where(target[:, :-1] >= COPY_VOCAB, vocab_lib.UNK_ID, target[:, :-1])
   dec_input = np.concatenate([np.full([num, 1], vocab_lib.START_ID), fed], axis=1)
-  return {"enc_input": enc_input, "enc_input_ext": enc_input_ext,
-          "enc_len": np.full([num], COPY_LEN, np.int32), "dec_input": dec_input.astype(np.int32),
-          "target": target, "dec_len": np.full([num], target.shape[1], np.int32),
-          "num_oovs": np.full([num], len(OOV_POSITIONS), np.int32)}
+  return Batch(enc_input=enc_input, enc_input_ext=enc_input_ext,
+               enc_len=np.full([num], COPY_LEN, np.int32),
+               num_oovs=np.full([num], len(OOV_POSITIONS), np.int32),
+               dec_input=dec_input.astype(np.int32), target=target,
+               dec_len=np.full([num], target.shape[1], np.int32))
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +80,10 @@ def _decode(model, articles, first_step_context):
       search_lib.Settings(max_dec_steps=6, min_dec_steps=0,
                           first_step_context=first_step_context),
       beam_search.BeamSettings(beam_size=4)).search(
-          model, articles["enc_input"], articles["enc_len"], articles["enc_input_ext"],
+          model, articles.enc_input, articles.enc_len, articles.enc_input_ext,
           len(OOV_POSITIONS))
   tokens, length = result.tokens.numpy(), result.length.numpy()
-  return (np.mean([list(tokens[n, :length[n]]) == list(articles["target"][n])
+  return (np.mean([list(tokens[n, :length[n]]) == list(articles.target[n])
                    for n in range(len(length))]), result.log_prob.numpy())
 
 

@@ -68,9 +68,10 @@ def _searched(setup, rows=None, **changes):
   once for the module (its signature takes any batch and width)."""
   batch = setup["batch"]
   if rows is not None:
-    width = int(max(batch["enc_len"].numpy()[rows]))
-    batch = {name: tf.gather(value, rows)[:, :width] if value.shape.rank == 2
-             else tf.gather(value, rows) for name, value in batch.items()}
+    width = int(max(batch.enc_len.numpy()[rows]))
+    batch = tf.nest.map_structure(
+        lambda value: tf.gather(value, rows)[:, :width] if value.shape.rank == 2
+        else tf.gather(value, rows), batch)
   key = tuple(sorted(changes.items()))
   if key not in setup["searches"]:
     hps = setup["hps"].replace(**changes)

@@ -12,6 +12,7 @@ import pytest
 
 from pointer_gen import config
 from pointer_gen.base.errors import DataError
+from pointer_gen.data.batch import Batch
 from pointer_gen.inference import decode
 from pointer_gen.inference import summaries
 from pointer_gen.search import beam as beam_search
@@ -88,8 +89,8 @@ def test_greedy_is_continuous_decodes_search_at_beam_size_one():
   enc_len = np.array([9, 4, 7], np.int32)
   ext = rng.integers(4, len(vocab) + 2, (3, 9)).astype(np.int32)  # two article OOVs
   ext[np.arange(9)[None, :] >= enc_len[:, None]] = vocab_lib.PAD_ID
-  batch = {"enc_input": np.where(ext >= len(vocab), vocab_lib.UNK_ID, ext), "enc_len": enc_len,
-           "enc_input_ext": ext, "num_oovs": np.array([2, 2, 2], np.int32)}
+  batch = Batch(enc_input=np.where(ext >= len(vocab), vocab_lib.UNK_ID, ext), enc_len=enc_len,
+                enc_input_ext=ext, num_oovs=np.array([2, 2, 2], np.int32))
   settings = search_lib.Settings.from_hparams(hps, keep_attention=True)
   results = [summaries.run_search(summaries.make_search(
       model, strategies.make(hps.replace(search=name), settings)), batch)

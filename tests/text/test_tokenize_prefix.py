@@ -236,7 +236,7 @@ def test_article_features_read_a_prefix_of_the_article():
                                    lowercase=True)
   tokens = _whole(article[:400], "ptb", True)[:30]
   assert tokens[:6] == ["the", "u.s.", ".", "the", "end", "of"]
-  assert _strings(features["article_tokens"]) == tokens
-  assert features["enc_input"].numpy().tolist() == [
+  assert _strings(features.article_tokens) == tokens
+  assert features.enc_input.numpy().tolist() == [
       4 if t == "the" else 5 if t == "." else vocab_lib.UNK_ID for t in tokens]
-  assert _strings(features["article_oovs"]) == ["u.s.", "end", "of", "apple", "inc.", "start"]
+  assert _strings(features.article_oovs) == ["u.s.", "end", "of", "apple", "inc.", "start"]

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from pointer_gen import config
 from pointer_gen.base.errors import DataError
+from pointer_gen.data.batch import Batch
 from pointer_gen.text import vocab as vocab_lib
 from pointer_gen.training import tf1_checkpoint
 from pointer_gen.training import train
@@ -66,9 +67,9 @@ def _batches():
     dec_input = np.concatenate([np.full((B, 1), START), np.where(target >= V, UNK, target)[:, :-1]],
                                axis=1).astype(np.int32)
     dec_input[np.arange(T)[None, :] >= dec_len[:, None]] = PAD
-    result.append({"enc_input": np.where(enc_ext >= V, UNK, enc_ext).astype(np.int32),
-                   "enc_input_ext": enc_ext, "enc_len": enc_len, "dec_input": dec_input,
-                   "target": target, "dec_len": dec_len})
+    result.append(Batch(enc_input=np.where(enc_ext >= V, UNK, enc_ext).astype(np.int32),
+                        enc_input_ext=enc_ext, enc_len=enc_len, dec_input=dec_input,
+                        target=target, dec_len=dec_len))
   return result
 
 
@@ -101,7 +102,7 @@ def _write_tf1_reference(out_dir):
     sess.run(v1.global_variables_initializer())
     saver.save(sess, prefix, global_step=global_step)
     for batch in _batches():
-      feed = {feeds[n]: batch[n] for n in names}
+      feed = {feeds[n]: getattr(batch, n) for n in names}
       fetched.append(sess.run(norms, feed))
       sess.run(update, feed)
       saver.save(sess, prefix, global_step=global_step)
@@ -158,8 +159,9 @@ def _tf1_state(hps, prefix):
 
 
 def _dataset():
-  return tf.data.Dataset.from_tensor_slices(
-      {k: np.stack([b[k] for b in _batches()]) for k in _batches()[0]})
+  # The batches' fields stacked: one column per field, absent (None) in all or none.
+  return tf.data.Dataset.from_tensor_slices(Batch(*(
+      None if column[0] is None else np.stack(column) for column in zip(*_batches()))))
 
 
 def _relative_differences(ours, theirs, before):

@@ -267,9 +267,9 @@ def test_single_pass_matches_a_batch_by_batch_computation(concurrent_run, capsys
   source = data.RecordSource(data_files.DataFiles.find(hps.data_path), single_pass=True)
   per_example, token_sums, token_counts = [], 0.0, 0
   for batch in data.make_dataset(source, vocab.lookup_table(), len(vocab), hps):
-    probs = reference.gold_probs_scattered(model(batch), batch["target"], batch["enc_input_ext"],
-                                        tf.reduce_max(batch["num_oovs"])).numpy()  # [B, T]
-    dec_len = batch["dec_len"].numpy()  # [B]
+    probs = reference.gold_probs_scattered(model(batch), batch.target, batch.enc_input_ext,
+                                        tf.reduce_max(batch.num_oovs)).numpy()  # [B, T]
+    dec_len = batch.dec_len.numpy()  # [B]
     mask = np.arange(probs.shape[1])[None, :] < dec_len[:, None]  # [B, T]
     step_nll = -np.log(np.maximum(probs.astype(np.float64), losses.PROB_FLOOR)) * mask  # [B, T]
     per_example.extend(step_nll.sum(axis=1) / dec_len)

@@ -26,6 +26,7 @@ from pointer_gen import settle
 from pointer_gen.base import checkpoints
 from pointer_gen.base import environment
 from pointer_gen.base.errors import DataError
+from pointer_gen.data.batch import Batch
 from pointer_gen.data import raw_text
 from pointer_gen.data import run_record
 from pointer_gen.model import layers
@@ -172,11 +173,9 @@ def converted(reference, tmp_path_factory):
 
 
 def _batch():
-  return {
-      "enc_input": tf.constant(ENC_INPUT), "enc_input_ext": tf.constant(ENC_EXT),
-      "enc_len": tf.constant(ENC_LEN), "dec_input": tf.constant(DEC_INPUT),
-      "target": tf.constant(TARGET), "dec_len": tf.constant(DEC_LEN),
-  }
+  return Batch(enc_input=tf.constant(ENC_INPUT), enc_input_ext=tf.constant(ENC_EXT),
+               enc_len=tf.constant(ENC_LEN), dec_input=tf.constant(DEC_INPUT),
+               target=tf.constant(TARGET), dec_len=tf.constant(DEC_LEN))
 
 
 def _model(hps, path):
@@ -224,8 +223,8 @@ def test_forward_and_losses_match_the_tf1_graph(reference, converted):
   outputs = model(batch)
   per_example = losses.compute_losses(outputs, batch, V, coverage=True)
   scalars = losses.batch_losses(per_example, pointer_gen=True, coverage=True, cov_loss_wt=1.0)
-  np.testing.assert_allclose(scalars["loss"], reference["loss"], atol=ATOL)
-  np.testing.assert_allclose(scalars["coverage_loss"], reference["coverage_loss"], atol=ATOL)
+  np.testing.assert_allclose(scalars.loss, reference["loss"], atol=ATOL)
+  np.testing.assert_allclose(scalars.coverage_loss, reference["coverage_loss"], atol=ATOL)
   np.testing.assert_allclose(outputs.attn, reference["attn"].transpose(1, 0, 2), atol=ATOL)
   np.testing.assert_allclose(outputs.p_gen, reference["p_gen"].T, atol=ATOL)
   probs = tf.nn.softmax(outputs.vocab_logits)  # [B, T, V]

@@ -59,6 +59,7 @@ from pointer_gen.base import checkpoints
 from pointer_gen.base import environment
 from pointer_gen.base import loop_gradients
 from pointer_gen.base import precision
+from pointer_gen.data import batch as batch_lib
 from pointer_gen.data import pipeline as data
 from pointer_gen.formats import bin_format
 from pointer_gen.formats import registry as data_formats
@@ -177,9 +178,9 @@ def synthetic_batch(hps, vocab_size, rng):
   b, l, t = hps.batch_size, hps.max_enc_steps, hps.max_dec_steps
   ids = lambda shape: tf.constant(rng.integers(4, vocab_size, shape), tf.int32)
   enc = ids((b, l))
-  return {"enc_input": enc, "enc_input_ext": enc, "enc_len": tf.fill([b], l),
-          "dec_input": ids((b, t)), "target": ids((b, t)), "dec_len": tf.fill([b], t),
-          "num_oovs": tf.zeros([b], tf.int32)}
+  return batch_lib.TrainingBatch(enc_input=enc, enc_input_ext=enc, enc_len=tf.fill([b], l),
+                                 num_oovs=tf.zeros([b], tf.int32), dec_input=ids((b, t)),
+                                 target=ids((b, t)), dec_len=tf.fill([b], t))
 
 
 def time_training(hps, vocab_size, batches, steps, warmup):
@@ -191,7 +192,7 @@ def time_training(hps, vocab_size, batches, steps, warmup):
   # All batches are made first and handed over through a dataset whose spec has unknown
   # lengths, so that the step is traced once and its time holds no input work.
   prepared = [next(batches) for _ in range(warmup + steps)]
-  spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
+  spec = batch_lib.spec(text=False)
   iterator = iter(tf.data.Dataset.from_generator(lambda: prepared, output_signature=spec))
   times, flops = [], []
   for i, batch in enumerate(prepared):
@@ -200,8 +201,8 @@ def time_training(hps, vocab_size, batches, steps, warmup):
     seconds = time.perf_counter() - start
     if i >= warmup:
       times.append(seconds)
-      lengths = batch["dec_len"].numpy()
-      flops.append(step_flops(hps, batch["enc_input"].shape[1], batch["dec_input"].shape[1],
+      lengths = batch.dec_len.numpy()
+      flops.append(step_flops(hps, batch.enc_input.shape[1], batch.dec_input.shape[1],
                               int(lengths.sum()), vocab_size))
   return stats(times), float(np.mean(flops) / np.median(times) / 1e9)
 
@@ -210,7 +211,7 @@ def real_batches(hps, vocab):
   _, dataset = data.input_pipeline(hps.replace(data_path=FLAGS.data_path, seed=0), vocab,
                                    single_pass=False)
   for batch in dataset:
-    yield {k: v for k, v in batch.items() if v.dtype != tf.string}
+    yield batch.without_text()
 
 
 def time_tokenizers(articles, repeats):
@@ -262,7 +263,7 @@ def time_fed_training(hps, vocab, data_path, steps, warmup):
   model, the fed step takes no longer than the step on ready batches."""
   _, dataset = data.input_pipeline(hps.replace(data_path=data_path, seed=0), vocab,
                                    single_pass=False)
-  dataset = dataset.map(lambda batch: {k: v for k, v in batch.items() if v.dtype != tf.string})
+  dataset = dataset.map(batch_lib.Batch.without_text)
   batches = iter(dataset)
   for _ in range(warmup):  # fills the bucketing cache
     next(batches)
@@ -324,13 +325,12 @@ def time_decode(hps, vocab, model, batch_size, articles):
 
   batches = iter(dataset)
   warm = next(batches)
-  search(warm["enc_input"], warm["enc_len"], warm["enc_input_ext"],
-         tf.reduce_max(warm["num_oovs"])).numpy()
+  search(warm.enc_input, warm.enc_len, warm.enc_input_ext, tf.reduce_max(warm.num_oovs)).numpy()
   done, steps, start = 0, 0, time.perf_counter()
   while done < articles:
     batch = next(batches)
-    lengths = search(batch["enc_input"], batch["enc_len"], batch["enc_input_ext"],
-                     tf.reduce_max(batch["num_oovs"])).numpy()
+    lengths = search(batch.enc_input, batch.enc_len, batch.enc_input_ext,
+                     tf.reduce_max(batch.num_oovs)).numpy()
     done += len(lengths)
     steps += int(lengths.max())
   seconds = time.perf_counter() - start
@@ -345,7 +345,7 @@ def trained_model(hps, vocab, steps):
     return model
   trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
   step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, len(vocab))
-  spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
+  spec = batch_lib.spec(text=False)
   iterator = iter(tf.data.Dataset.from_generator(lambda: real_batches(hps, vocab),
                                                  output_signature=spec))
   for _ in range(steps):
@@ -389,7 +389,7 @@ def time_saved_model_serving(hps, vocab, model, batch_size, slots, articles,
   through its serving_default signature: the articles time_continuous_decode times (its .bin
   text, split on whitespace as decode splits it), all run once untimed first (which compiles
   the compiled attention for every shape met)."""
-  texts = [e["article"] for e in decode_examples(hps, vocab, slots + articles)]
+  texts = [e.article for e in decode_examples(hps, vocab, slots + articles)]
   batches = [tf.constant(texts[i:i + batch_size])
              for i in range(slots, len(texts), batch_size)]
   with tempfile.TemporaryDirectory() as tmp:
@@ -469,7 +469,7 @@ def ablation(hps, batches, rounds):
   """Median step time with all optimisations and with each replaced by its plain form; the
   variants' steps are interleaved so that they share the machine's state."""
   vocab = vocab_lib.Vocab([f"w{i}" for i in range(hps.vocab_size - 4)])
-  spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
+  spec = batch_lib.spec(text=False)
   steps = {}
   for name in ["all optimisations"] + list(ABLATIONS):
     patches = ABLATIONS.get(name, [])

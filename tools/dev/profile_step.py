@@ -46,7 +46,7 @@ from pointer_gen import attention
 from pointer_gen import usage
 from pointer_gen.base import environment
 from pointer_gen.base import precision
-from pointer_gen.data import pipeline as data
+from pointer_gen.data import batch as batch_lib
 from pointer_gen.search import continuous_batching
 from pointer_gen.search import contract as search_lib
 from pointer_gen.search import registry as strategies
@@ -139,8 +139,8 @@ def build_step(hps, vocab_size, batches, count):
   trainer = train.Trainer(hps.replace(log_root="/tmp/pointer_gen_benchmark"), vocab)
   step = train.make_train_step(trainer.model, trainer.optimizer, trainer.step, hps, vocab_size)
   prepared = [next(batches) for _ in range(count)]
-  spec = {k: v for k, v in data.batch_spec().items() if v.dtype != tf.string}
-  iterator = iter(tf.data.Dataset.from_generator(lambda: prepared, output_signature=spec))
+  iterator = iter(tf.data.Dataset.from_generator(lambda: prepared,
+                                                 output_signature=batch_lib.spec(text=False)))
   return step, iterator, prepared
 
 
@@ -239,9 +239,9 @@ def synthetic_articles(count, length, vocab_size, rng):
   articles = []
   for _ in range(count):
     ext = rng.integers(4, vocab_size + oovs, length).astype(np.int32)
-    articles.append({"enc_input": np.where(ext >= vocab_size, vocab_lib.UNK_ID,
-                                           ext).astype(np.int32),
-                     "enc_input_ext": ext, "num_oovs": oovs})
+    articles.append(batch_lib.Example(
+        enc_input=np.where(ext >= vocab_size, vocab_lib.UNK_ID, ext).astype(np.int32),
+        enc_input_ext=ext, num_oovs=oovs))
   return articles
 
 
@@ -259,7 +259,7 @@ def profile_decode(hps, logdir):
   articles = synthetic_articles(FLAGS.slots, hps.max_enc_steps, hps.vocab_size,
                                 np.random.default_rng(0))
   slots = np.arange(FLAGS.slots, dtype=np.int32)
-  max_oovs = np.int32(articles[0]["num_oovs"])
+  max_oovs = np.int32(articles[0].num_oovs)
   steps = min(FLAGS.decode_steps, hps.max_dec_steps)
   state = {}
 
@@ -347,10 +347,10 @@ def main(argv):
   results = {"config": {"data": "vietnews" if FLAGS.real_data else "synthetic",
                         "coverage": FLAGS.coverage, "precision": FLAGS.precision,
                         "tiny": FLAGS.tiny, "serial": FLAGS.serial,
-                        "batch_size": int(batch["enc_input"].shape[0]),
-                        "enc_steps": int(batch["enc_input"].shape[1]),
-                        "dec_steps": int(batch["dec_input"].shape[1]),
-                        "real_dec_steps": int(tf.reduce_sum(batch["dec_len"]))},
+                        "batch_size": int(batch.enc_input.shape[0]),
+                        "enc_steps": int(batch.enc_input.shape[1]),
+                        "dec_steps": int(batch.dec_input.shape[1]),
+                        "real_dec_steps": int(tf.reduce_sum(batch.dec_len))},
              "logdir": logdir, "wall_s": wall, "op_ms": total, "parts": parts,
              "top_ops": top_ops}
   report(results)

@@ -360,10 +360,10 @@ def real_articles(count, data_path, vocab_path, l, vocab_size, skip):
                                skip=skip)
   articles = []
   for batch in dataset.take(count):
-    length = int(batch["enc_len"][0])
-    articles.append({"enc_input": batch["enc_input"][0, :length].numpy(),
-                     "enc_ext": batch["enc_input_ext"][0, :length].numpy(),
-                     "num_oovs": int(batch["num_oovs"][0])})
+    length = int(batch.enc_len[0])
+    articles.append({"enc_input": batch.enc_input[0, :length].numpy(),
+                     "enc_ext": batch.enc_input_ext[0, :length].numpy(),
+                     "num_oovs": int(batch.num_oovs[0])})
   return size, articles
 
 
@@ -379,12 +379,12 @@ def synthetic_articles(count, l, vocab_size):
 
 def original_feed(batch, t, pad_id):
   """One pointer_gen batch as the original's feed: abstracts padded to `t` steps."""
-  feed = {k: batch[k].numpy() for k in ("enc_input", "enc_len", "dec_len")}
-  feed["enc_ext"] = batch["enc_input_ext"].numpy()
-  for name in ("dec_input", "target"):
-    padding = t - batch[name].shape[1]
-    feed[name] = np.pad(batch[name].numpy(), [[0, 0], [0, padding]], constant_values=pad_id)
-  feed["max_oovs"] = int(batch["num_oovs"].numpy().max())
+  feed = {"enc_input": batch.enc_input.numpy(), "enc_len": batch.enc_len.numpy(),
+          "dec_len": batch.dec_len.numpy(), "enc_ext": batch.enc_input_ext.numpy()}
+  for name, ids in (("dec_input", batch.dec_input), ("target", batch.target)):
+    padding = t - ids.shape[1]
+    feed[name] = np.pad(ids.numpy(), [[0, 0], [0, padding]], constant_values=pad_id)
+  feed["max_oovs"] = int(batch.num_oovs.numpy().max())
   return feed
 
 
