@@ -138,7 +138,7 @@ LONG_ENC_STEPS, LONG_DEC_STEPS = 800, 200
 # The model trained here for the trained-model decode rows: small enough to learn to stop in a
 # few hundred steps, so that its summaries end at different lengths.
 TRAINED = PAPER.replace(vocab_size=20000, emb_dim=64, hidden_dim=128)
-TF1_REFERENCE = REPO / "tools" / "tf1_reference.py"
+TF1_REFERENCE = REPO / "tools" / "dev" / "tf1_reference.py"
 TF1_SIZES = ("batch_size", "max_enc_steps", "max_dec_steps", "vocab_size", "emb_dim", "hidden_dim")
 TF1_MISSING = "needs tf-keras: pip install -r requirements-test.txt (or --notf1)"
 # The TF1 rows: results key (as in "train_<key>") and the name of the batches.
