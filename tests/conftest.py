@@ -131,15 +131,21 @@ def _guarded(function, what):
   return guarded
 
 
+def _count(counter, most, what):
+  """One more of `counter` in the running test's call or fixture: over `most`, `what` is refused
+  unless the test is slow."""
+  if threading.current_thread() is threading.main_thread():
+    _RUNNING[counter] += 1
+    if _RUNNING[counter] > most:
+      _refuse_unless_slow(what)
+
+
 def _counting_modes(run_settled):
   """api.run_settled, every mode's run under the command line and the API, counting the runs
   that end in the running test's call or fixture; the second is the end-to-end run."""
   def counted(hps, *args, **kwargs):
     result = run_settled(hps, *args, **kwargs)
-    if threading.current_thread() is threading.main_thread():
-      _RUNNING["modes_run"] += 1
-      if _RUNNING["modes_run"] > 1:
-        _refuse_unless_slow(f"runs a second mode to its end (--mode={hps.mode})")
+    _count("modes_run", 1, f"runs a second mode to its end (--mode={hps.mode})")
     return result
   counted.guarded = True
   return counted
@@ -150,10 +156,7 @@ def _counting_steps(make_train_step):
   def make(*args, **kwargs):
     train_step = make_train_step(*args, **kwargs)
     def counted(*step_args, **step_kwargs):
-      if threading.current_thread() is threading.main_thread():
-        _RUNNING["steps"] += 1
-        if _RUNNING["steps"] > MAX_QUICK_STEPS:
-          _refuse_unless_slow(f"trains over {MAX_QUICK_STEPS} steps")
+      _count("steps", MAX_QUICK_STEPS, f"trains over {MAX_QUICK_STEPS} steps")
       return train_step(*step_args, **step_kwargs)
     return counted
   make.guarded = True
